@@ -1,0 +1,1 @@
+"""Analysis on plain records (no backend imports)."""

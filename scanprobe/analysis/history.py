@@ -1,0 +1,107 @@
+"""Which scan buffers keep the whole history, and whether that history is needed.
+
+A buffer *keeps the whole history* when its leading dimension is n_steps + k (k >= 0) of its own
+scan, or of another scan whose length sized it (a gradient scan under truncate_gradient), and it
+holds more rows than the scan's taps need. Backends shrink such buffers with the save-mem
+rewrite when every reader of the scan output only reads the last steps; this module says, for
+each full buffer, who reads the history and so whether it could be dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scanprobe.records import Buffer, Read, Scan, Target
+
+
+@dataclass
+class BufferVerdict:
+    """The analysis of one buffer."""
+
+    scan: Scan
+    buffer: Buffer
+    #: full (keeps every step), reduced (a few rows), unknown (sizes symbolic and unmatched)
+    status: str
+    #: for full buffers: removable (only recent steps read), needed (the history is read),
+    #: inherent (mit_mot: never shrunk by any backend), unused (nothing reads the output)
+    verdict: str = ""
+    why: list[str] = field(default_factory=list)
+
+
+def classify(target: Target) -> list[BufferVerdict]:
+    out = []
+    for scan in target.scans:
+        for buf in scan.buffers:
+            out.append(_classify(target, scan, buf))
+    return out
+
+
+def _status(scan: Scan, buf: Buffer) -> str:
+    lead = buf.dims[0].value if buf.dims else None
+    if buf.leading_offset is not None and (lead is None or lead > buf.needed_rows):
+        return "full"
+    if lead is not None and scan.n_steps.value is not None:
+        return "reduced"
+    if lead is not None and lead <= buf.needed_rows:
+        return "reduced"
+    return "unknown"
+
+
+def describe_read(r: Read) -> str:
+    at = f" ({r.site.short()})" if r.site else ""
+    if r.kind == "output":
+        return "returned by the function: the whole history is part of what it computes"
+    if r.kind == "scan_sequence":
+        if r.scan.startswith("grad_of_"):
+            return f"read step by step by `{r.scan}` (the backward pass needs every forward step)"
+        return f"read step by step by scan `{r.scan}`"
+    if r.kind == "scan_input":
+        return f"passed whole into scan `{r.scan}`"
+    if r.kind == "computation":
+        return f"read in full by {r.op}{at}"
+    if r.kind == "rows":
+        return f"{r.detail} read by {r.op}{at}"
+    if r.kind == "opaque":
+        return f"indexed by {r.op} at a position scanprobe cannot resolve ({r.detail}){at}"
+    return f"{r.detail} read by {r.op}{at}"
+
+
+def _classify(target: Target, scan: Scan, buf: Buffer) -> BufferVerdict:
+    v = BufferVerdict(scan=scan, buffer=buf, status=_status(scan, buf))
+    if v.status != "full":
+        return v
+    if buf.role == "mit_mot":
+        v.verdict = "inherent"
+        v.why.append(
+            "mit_mot buffers (the backward pass's gradient of a recurrent state) are never "
+            "shrunk by any backend's rewrites; only scan checkpointing trades this memory for time"
+        )
+        return v
+    reads = buf.reads
+    history_reads = [r for r in reads if r.kind != "recent"]
+    if history_reads:
+        v.verdict = "needed"
+        seen = set()
+        for r in history_reads:
+            text = describe_read(r)
+            if text not in seen:
+                seen.add(text)
+                v.why.append(text)
+        return v
+    if not reads:
+        v.verdict = "unused"
+        v.why.append("nothing reads this output (FAST_RUN's scan_remove_unused drops such outputs)")
+        return v
+    v.verdict = "removable"
+    last = sorted({r.detail for r in reads if r.detail})
+    v.why.append("only the last steps are read" + (f" ({', '.join(last)})" if last else ""))
+    if not target.mode.save_mem:
+        v.why.append(target.mode.save_mem_reason)
+    elif any(r.via_dimshuffle for r in reads):
+        v.why.append(
+            "a DimShuffle (transpose) stands between the scan output and the index, so the "
+            "save-mem rewrite cannot see that only the last steps are read"
+        )
+    else:
+        v.why.append("the save-mem rewrite ran but did not shrink this buffer")
+    return v

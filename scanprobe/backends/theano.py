@@ -1,0 +1,149 @@
+"""Theano 1.0.5 adapter: the only module that imports theano."""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+
+from scanprobe.backends.family import FamilyBackend
+
+
+def _flag_set(flags: str, key: str) -> bool:
+    return any(part.split("=", 1)[0].strip() == key for part in flags.split(",") if part.strip())
+
+
+def _theanorc_sets(key: str) -> bool:
+    """Whether a .theanorc file sets ``section.option`` (e.g. blas.ldflags)."""
+    section, option = key.split(".", 1)
+    paths = os.environ.get("THEANORC", "~/.theanorc:~/.theanorc.txt").split(os.pathsep)
+    import configparser
+
+    for path in paths:
+        path = os.path.expanduser(path)
+        if os.path.exists(path):
+            cp = configparser.ConfigParser()
+            try:
+                cp.read(path)
+            except configparser.Error:
+                continue
+            if cp.has_option(section, option):
+                return True
+    return False
+
+
+class TheanoBackend(FamilyBackend):
+    name = "theano"
+    module_name = "theano"
+    install_hint = "pip install 'scanprobe[theano]'  (Theano 1.0.5 needs numpy<1.24)"
+    save_mem_tag = "scanOp_save_mem"
+    save_mem_rewrites = ("scanOp_save_mem",)
+
+    def load(self, notes):
+        if self.api is not None:
+            return self.api.module
+        flags = os.environ.get("THEANO_FLAGS", "")
+        added = []
+        # Theano 1.0.5 reads numpy.distutils' BLAS info at import, which current numpy lacks;
+        # an empty ldflags makes it use numpy's C-API BLAS instead (see docs/backends.md).
+        if not _flag_set(flags, "blas.ldflags") and not _theanorc_sets("blas.ldflags"):
+            added.append("blas.ldflags=")
+        if added:
+            os.environ["THEANO_FLAGS"] = ",".join([f for f in [flags] if f] + added)
+        if sys.version_info >= (3, 11) and "theano.scan_module.scan_perform_ext" not in sys.modules:
+            # Theano's C scan loop is Cython 0.28 output that does not build on Python 3.11;
+            # Theano falls back to its Python loop when this import fails. Everything else
+            # stays in C.
+            sys.modules["theano.scan_module.scan_perform_ext"] = None
+            added.append("Python scan loop (the C scan does not build on Python >= 3.11)")
+        import logging
+
+        logging.getLogger("theano.tensor.blas").setLevel(logging.ERROR)
+        try:
+            import theano
+        except Exception as exc:
+            from scanprobe.errors import BackendUnavailable
+
+            raise BackendUnavailable(
+                f"theano failed to import: {type(exc).__name__}: {exc}".splitlines()[0],
+                hint=self.install_hint,
+            ) from None
+        import theano.tensor as T
+        from theano.compile import function_module, mode as mode_mod, ops as cops
+        from theano.compile.sharedvalue import SharedVariable
+        from theano.gof import graph as g
+        from theano.gof.fg import FunctionGraph
+        from theano.scan_module import scan_op, scan_utils
+        from theano.tensor import basic as tb, elemwise, opt, subtensor
+
+        if added:
+            notes.append("theano: added " + "; ".join(added) + " (your own THEANO_FLAGS are kept)")
+        self.api = types.SimpleNamespace(
+            module=theano,
+            function=theano.function,
+            scan=theano.scan,
+            FunctionMaker=function_module.FunctionMaker,
+            get_mode=mode_mod.get_mode,
+            Mode=mode_mod.Mode,
+            optdb=mode_mod.optdb,
+            Scan=scan_op.Scan,
+            scan_args=scan_utils.scan_args,
+            Alloc=tb.Alloc,
+            AllocEmpty=tb.AllocEmpty,
+            Subtensor=subtensor.Subtensor,
+            IncSubtensor=subtensor.IncSubtensor,
+            get_idx_list=subtensor.get_idx_list,
+            DimShuffle=elemwise.DimShuffle,
+            Shape=cops.Shape,
+            Shape_i=cops.Shape_i,
+            ShapeFeature=opt.ShapeFeature,
+            FunctionGraph=FunctionGraph,
+            clone_replace=theano.clone,
+            Constant=g.Constant,
+            SharedVariable=SharedVariable,
+            Variable=g.Variable,
+            config=theano.config,
+            T=T,
+        )
+        return theano
+
+    def version(self):
+        return self.api.module.__version__ if self.api else ""
+
+    def _config_mode(self):
+        cfg = self.api.config
+        if cfg.mode == "Mode":  # Theano's default: the optimizer and linker flags decide
+            return f"default (optimizer={cfg.optimizer}, linker={cfg.linker})"
+        return cfg.mode
+
+    def _function_homes(self):
+        theano = self.api.module
+        fmod = sys.modules.get("theano.compile.function")
+        return [(theano, "function"), (theano.compile, "function"), (fmod, "function")]
+
+    def _scan_homes(self):
+        return [(self.api.module, "scan")]
+
+    def scan_info(self, op):
+        tap_array = list(op.tap_array)
+        n_mm, n_ms, n_ss = op.n_mit_mot, op.n_mit_sot, op.n_sit_sot
+        taps = {
+            "mit_mot": tap_array[:n_mm],
+            "mit_sot": tap_array[n_mm : n_mm + n_ms],
+            "sit_sot": tap_array[n_mm + n_ms : n_mm + n_ms + n_ss],
+        }
+        return {
+            "name": op.name,
+            "as_while": op.as_while,
+            "truncate_gradient": op.truncate_gradient,
+            "taps": taps,
+            "inner_inputs": op.inputs,
+            "inner_outputs": op.outputs,
+        }
+
+    def scan_roles(self, node):
+        op = node.op
+        return self.api.scan_args(node.inputs, node.outputs, op.inputs, op.outputs, op.info)
+
+    def subtensor_indices(self, node):
+        return list(self.api.get_idx_list(node.inputs, node.op.idx_list))

@@ -1,0 +1,133 @@
+"""The command line. Commands parse options, call a command function, pick a reporter.
+
+Nothing heavy is imported at start-up: ``scanprobe --help`` answers without importing a backend,
+numpy or rich.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from scanprobe import __version__
+
+FORMATS = ("text", "json")
+
+
+class _Progress:
+    """A transient spinner on stderr while compiling, only when stderr is a terminal."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self._status = None
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.console import Console
+
+            self._status = Console(stderr=True).status("starting")
+            self._status.__enter__()
+        return self
+
+    def step(self, text: str):
+        if self._status is not None:
+            self._status.update(text)
+
+    def __exit__(self, *exc):
+        if self._status is not None:
+            self._status.__exit__(*exc)
+
+
+def _internal(exc):
+    from scanprobe.errors import ScanprobeError
+
+    return ScanprobeError(
+        f"internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+        hint="this is a scanprobe bug: rerun with SCANPROBE_DEBUG=1 for the traceback and report it",
+    )
+
+
+def _fail(err, fmt, color):
+    if fmt == "json":
+        from scanprobe.report import json_report
+
+        json_report.render_error(err, sys.stdout)
+    from scanprobe.report import terminal
+
+    terminal.render_error(err, sys.stderr, color=color)
+    sys.exit(err.exit_code)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="scanprobe")
+def main():
+    """Find scan buffers that keep every step in Theano / PyTensor graphs, and say why.
+
+    Exit codes: 0 no findings, 1 findings, 2 error.
+    """
+
+
+@main.command("inspect")
+@click.argument("spec", metavar="FILE[:TARGET]")
+@click.option("--backend", type=click.Choice(["theano", "pytensor"]), help="Default: what FILE imports.")
+@click.option("--mode", help="Compile targets in this mode (FAST_RUN, FAST_COMPILE, ...) instead of their own.")
+@click.option(
+    "--input", "inputs", multiple=True, metavar="NAME=SHAPE[:DTYPE]",
+    help="Shape of an explicit input, e.g. x=2000x3x32x32:float32; a scalar's value, e.g. n=1024.",
+)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--include-library", is_flag=True, help="Also analyse functions compiled inside libraries.")
+@click.option("--color/--no-color", default=None, help="Default: colour on a terminal only.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+def inspect_cmd(spec, backend, mode, inputs, fmt, include_library, color, exit_zero):
+    """Report every scan buffer of the functions FILE compiles, predicted without running them.
+
+    FILE runs as an import (code under `if __name__ == "__main__":` does not); each function it
+    compiles is optimized once, in its own mode or --mode, and never linked or run.
+    TARGET is the name the function is bound to in FILE, or the line of its compile call.
+    """
+    from scanprobe.commands.inspect import run_inspect
+    from scanprobe.errors import ScanprobeError
+
+    try:
+        with _Progress(sys.stderr.isatty()) as progress:
+            report = run_inspect(spec, backend, mode, inputs, include_library, progress)
+    except ScanprobeError as err:
+        _fail(err, fmt, color)
+        return
+    except Exception as exc:  # a bug of scanprobe's: one line, exit 2, traceback on request
+        if os.environ.get("SCANPROBE_DEBUG"):
+            raise
+        _fail(_internal(exc), fmt, color)
+        return
+    if fmt == "json":
+        from scanprobe.report import json_report
+
+        json_report.render(report, sys.stdout)
+    else:
+        from scanprobe.report import terminal
+
+        terminal.render(report, sys.stdout, color=color)
+    sys.exit(0 if exit_zero else report.exit_code)
+
+
+@main.command("rules")
+@click.argument("code", required=False)
+def rules_cmd(code):
+    """List the rules, or show one rule's documentation (e.g. scanprobe rules SP001)."""
+    from scanprobe.rules import RULES, by_code
+
+    if code is None:
+        for r in RULES:
+            click.echo(f"{r.code}  {r.name:24s} {r.summary}")
+        return
+    rule = by_code(code)
+    if rule is None:
+        click.echo(f"error: no rule {code!r}", err=True)
+        click.echo(f"hint: rules: {', '.join(r.code for r in RULES)}", err=True)
+        sys.exit(2)
+    click.echo(f"{rule.code} {rule.name}: {rule.summary}\n")
+    for title, text in rule.sections().items():
+        click.echo(f"## {title}\n{text}\n")

@@ -1,0 +1,1 @@
+"""Command functions: they never see the CLI parser; they take values and return a report."""

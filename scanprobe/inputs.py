@@ -1,0 +1,102 @@
+"""Input specifications: ``--input NAME=SHAPE[:DTYPE]`` and the module's ``SCANPROBE_INPUTS``."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from scanprobe.errors import ScanprobeError
+
+_SPEC = re.compile(r"^(?P<name>[^=]+)=(?P<shape>[^:]*)(?::(?P<dtype>\w+))?$")
+
+
+@dataclass
+class InputSpec:
+    """``--input x=2000x3x32x32:float32``. On a 0-d input the SHAPE part is its value."""
+
+    name: str
+    dims: tuple[int, ...] | None
+    scalar: float | None
+    dtype: str | None
+    text: str
+
+
+def parse_input_spec(text: str) -> InputSpec:
+    m = _SPEC.match(text.strip())
+    hint = "write --input NAME=SHAPE[:DTYPE], e.g. --input x=2000x3x32x32:float32, or --input n=1024 for a scalar"
+    if not m:
+        raise ScanprobeError(f"bad --input {text!r}", hint=hint)
+    name, shape, dtype = m.group("name").strip(), m.group("shape").strip(), m.group("dtype")
+    if dtype is not None:
+        try:
+            np.dtype(dtype)
+        except TypeError:
+            raise ScanprobeError(f"bad dtype {dtype!r} in --input {text!r}", hint=hint) from None
+    if shape in ("", "()", "scalar"):
+        return InputSpec(name, (), None, dtype, text)
+    parts = shape.lower().replace("*", "x").split("x")
+    try:
+        dims = tuple(int(p) for p in parts)
+    except ValueError:
+        if len(parts) == 1:
+            try:
+                return InputSpec(name, None, float(parts[0]), dtype, text)
+            except ValueError:
+                pass
+        raise ScanprobeError(f"bad shape {shape!r} in --input {text!r}", hint=hint) from None
+    if any(d < 0 for d in dims):
+        raise ScanprobeError(f"negative dimension in --input {text!r}", hint=hint)
+    return InputSpec(name, dims, float(dims[0]) if len(dims) == 1 else None, dtype, text)
+
+
+def knowledge_for(cap, fgraph_inputs, module_inputs: dict, specs: list[InputSpec], used: set) -> dict:
+    """What is known of each fgraph input: index -> (value, shape, source)."""
+    labels = cap.explicit_labels()
+    explicit = cap.explicit_inputs()
+    out = {}
+    for i, var in enumerate(fgraph_inputs):
+        container = getattr(var, "container", None)
+        if i >= len(labels):
+            if container is not None:
+                out[i] = (container.value if hasattr(container, "value") else container.data, None, "shared value")
+            continue
+        label, user_var = labels[i], explicit[i]
+        ndim = getattr(var.type, "ndim", None)
+        dtype = str(getattr(var.type, "dtype", ""))
+        candidates = {label, f"#{i}"} | ({user_var.name} if getattr(user_var, "name", None) else set())
+        given = [k for k in module_inputs if k in candidates]
+        if given:
+            value = np.asarray(module_inputs[given[0]])
+            out[i] = (value, tuple(value.shape), "SCANPROBE_INPUTS")
+        test_value = getattr(getattr(user_var, "tag", None), "test_value", None)
+        if test_value is not None and i not in out:
+            out[i] = (np.asarray(test_value), tuple(np.shape(test_value)), "test value")
+        for spec in specs:
+            if spec.name not in candidates:
+                continue
+            used.add(spec.text)
+            if spec.dtype and spec.dtype != dtype:
+                from scanprobe.errors import ScanprobeError
+
+                raise ScanprobeError(
+                    f"--input {spec.text}: input {label} is {dtype}, not {spec.dtype}",
+                    hint=f"drop the dtype or write :{dtype}",
+                )
+            if ndim == 0:
+                value = spec.scalar if spec.scalar is not None else None
+                if value is None:
+                    raise ScanprobeError(
+                        f"--input {spec.text}: input {label} is a scalar; give its value",
+                        hint=f"write --input {label}=VALUE, e.g. --input {label}=1024",
+                    )
+                out[i] = (np.asarray(value, dtype=dtype), (), "--input")
+            else:
+                if spec.dims is None or len(spec.dims) != ndim:
+                    raise ScanprobeError(
+                        f"--input {spec.text}: input {label} has {ndim} dimensions",
+                        hint=f"give {ndim} sizes, e.g. --input {label}={'x'.join(['8'] * (ndim or 1))}",
+                    )
+                out[i] = (None, spec.dims, "--input")
+    return out

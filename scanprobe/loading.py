@@ -1,0 +1,429 @@
+"""Run a user's module and capture every function it compiles (and every scan it builds).
+
+The module runs as an import (``__name__`` is not ``"__main__"``), so a training loop under
+``if __name__ == "__main__":`` does not run. While it runs, the backend's ``function`` returns a
+lazy stand-in: the graph is compiled once, in the mode scanprobe analyses, and linked only if the
+user's code calls the function.
+"""
+
+from __future__ import annotations
+
+import inspect as pyinspect
+import os
+import sys
+import sysconfig
+import traceback
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scanprobe.errors import ScanprobeError, UserCodeError
+from scanprobe.records import Site
+
+_ARRAY_LIKE_MSG = "Expected an array-like object, but found a Variable"
+
+
+def _library_roots() -> list[str]:
+    roots = set()
+    for key in ("purelib", "platlib", "stdlib", "platstdlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            roots.add(os.path.realpath(p))
+    roots.add(os.path.realpath(os.path.dirname(os.path.dirname(__file__))) + os.sep + "scanprobe")
+    return sorted(roots)
+
+
+@dataclass
+class ScanCall:
+    """A ``scan(...)`` call made by the user's code (to name things in the user's terms)."""
+
+    site: Site
+    fn: Any
+    sequences: list
+    outputs_info: list
+    non_sequences: list
+    name: str | None
+
+    @property
+    def step_name(self) -> str:
+        return getattr(self.fn, "__name__", "") or ""
+
+    def _params(self) -> list[str] | None:
+        try:
+            sig = pyinspect.signature(self.fn)
+        except (TypeError, ValueError):
+            return None
+        params = []
+        for p in sig.parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                return None
+            params.append(p.name)
+        return params
+
+    def _n_state_args(self) -> list[int]:
+        counts = []
+        for o in self.outputs_info:
+            if o is None:
+                counts.append(0)
+            elif isinstance(o, dict):
+                taps = o.get("taps", [-1])
+                counts.append(0 if o.get("initial") is None else len(taps or []))
+            else:
+                counts.append(1)
+        return counts
+
+    def _n_seq_args(self) -> int:
+        n = 0
+        for s in self.sequences:
+            if isinstance(s, dict):
+                n += len(s.get("taps", [0]) or [])
+            else:
+                n += 1
+        return n
+
+    def non_sequence_param(self, i: int) -> str:
+        params = self._params()
+        n = len(self.non_sequences)
+        if params is None or i >= n or len(params) < n:
+            return ""
+        return params[len(params) - n + i]
+
+    def non_sequence_name(self, session, var, i, n_outer) -> str:
+        """The step-function parameter that receives ``var`` as a non_sequence."""
+        for j, ns in enumerate(self.non_sequences):
+            if session.same_variable(ns, var):
+                return self.non_sequence_param(j)
+        return ""
+
+    def name_of_non_sequence(self, session, var) -> str:
+        return self.non_sequence_name(session, var, -1, -1)
+
+    def state_name(self, role, i, args) -> str:
+        """Parameter name for a recurrent state (the first tap of outputs_info entry i)."""
+        params = self._params()
+        if params is None:
+            return ""
+        states = [k for k, c in enumerate(self._n_state_args()) if c > 0]
+        # outputs_info entries with taps [-1] are sit_sot, others mit_sot: order within role
+        sit, mit = [], []
+        for k in states:
+            o = self.outputs_info[k]
+            taps = o.get("taps", [-1]) if isinstance(o, dict) else [-1]
+            (sit if list(taps) == [-1] else mit).append(k)
+        chosen = (sit if role == "sit_sot" else mit)
+        if i >= len(chosen):
+            return ""
+        k = chosen[i]
+        pos = self._n_seq_args() + sum(self._n_state_args()[:k])
+        return params[pos] if pos < len(params) else ""
+
+
+@dataclass
+class Captured:
+    """One call to the backend's ``function`` made while the user's module ran."""
+
+    index: int
+    origin: str  # user | library
+    args: tuple
+    kwargs: dict
+    site: Site | None
+    names: list[str] = field(default_factory=list)
+    function: Any = None  # the real function (library compiles, or once linked)
+    built: Any = None
+
+    @property
+    def label(self) -> str:
+        if self.names:
+            return self.names[0]
+        if self.site is not None:
+            return f"{os.path.basename(self.site.file)}:{self.site.line}"
+        return f"function#{self.index}"
+
+    def explicit_inputs(self) -> list:
+        inputs = self.args[0] if self.args else self.kwargs.get("inputs", [])
+        return [getattr(v, "variable", v) for v in (inputs or [])]
+
+    def explicit_labels(self) -> list[str]:
+        vars_ = self.explicit_inputs()
+        names = [getattr(v, "name", None) for v in vars_]
+        out = []
+        for i, n in enumerate(names):
+            if not n:
+                out.append(f"#{i}")
+            elif names.count(n) > 1:
+                out.append(f"{n}#{i}")
+            else:
+                out.append(n)
+        return out
+
+    def input_label(self, i, var) -> str:
+        labels = self.explicit_labels()
+        if i < len(labels):
+            return labels[i]
+        return ""  # shared: named by the session
+
+
+class LazyFunction:
+    """What the user's ``function(...)`` returns under scanprobe: links on first use."""
+
+    def __init__(self, session, captured):
+        self._sp_session = session
+        self._sp_captured = captured
+
+    def _sp_real(self):
+        return self._sp_session.realize(self._sp_captured)
+
+    def __call__(self, *args, **kwargs):
+        return self._sp_real()(*args, **kwargs)
+
+    def __getattr__(self, name):
+        if name.startswith("_sp_"):
+            raise AttributeError(name)
+        return getattr(self._sp_real(), name)
+
+    def __repr__(self):
+        return f"<scanprobe lazy function {self._sp_captured.label}>"
+
+
+class CaptureSession:
+    """State of one run of a user module: captured compiles and scans, names, the user's files."""
+
+    def __init__(self, path: Path, backend, mode_override=None, progress=None):
+        self.path = Path(path).resolve()
+        self.user_dir = str(self.path.parent)
+        self.backend = backend
+        self.mode_override = mode_override
+        self.progress = progress
+        self.functions: list[Captured] = []
+        self.scan_calls: list[ScanCall] = []
+        self.module: types.ModuleType | None = None
+        self._lib_roots = _library_roots()
+        self._backend_root = ""
+        self._names: dict[int, str] = {}
+
+    # ---------------------------------------------------------------- files
+    def is_user_file(self, filename: str) -> bool:
+        if not filename or filename.startswith("<"):
+            return False
+        real = os.path.realpath(filename)
+        if not real.startswith(self.user_dir + os.sep) and real != str(self.path):
+            return False
+        if any(real.startswith(r + os.sep) for r in self._lib_roots):
+            return False
+        parts = real.split(os.sep)
+        return not any(p in ("site-packages", "dist-packages") or p.startswith(".venv") for p in parts)
+
+    def _caller(self, depth: int):
+        frame = sys._getframe(depth)
+        return frame
+
+    def _frame_site(self, frame) -> Site:
+        info = traceback.extract_stack(frame, limit=1)[-1]
+        return Site(info.filename, info.lineno, (info.line or "").strip(), info.name)
+
+    # ---------------------------------------------------------------- hooks
+    def capture_function(self, original, args, kwargs):
+        caller = self._caller(3)
+        filename = caller.f_code.co_filename
+        if self.is_user_file(filename):
+            cap = Captured(len(self.functions), "user", args, kwargs, self._frame_site(caller))
+            self.functions.append(cap)
+            return LazyFunction(self, cap)
+        backend_dir = os.path.dirname(self.backend.api.module.__file__)
+        fn = original(*args, **kwargs)
+        if not os.path.realpath(filename).startswith(os.path.realpath(backend_dir)):
+            cap = Captured(len(self.functions), "library", args, kwargs, self._frame_site(caller), function=fn)
+            self.functions.append(cap)
+        return fn
+
+    def capture_scan(self, original, args, kwargs):
+        caller = self._caller(3)
+        result = original(*args, **kwargs)
+        if self.is_user_file(caller.f_code.co_filename):
+            params = ["fn", "sequences", "outputs_info", "non_sequences", "n_steps"]
+            bound = dict(zip(params, args))
+            bound.update(kwargs)
+
+            def as_list(x):
+                if x is None:
+                    return []
+                return list(x) if isinstance(x, (list, tuple)) else [x]
+
+            self.scan_calls.append(
+                ScanCall(
+                    site=self._frame_site(caller),
+                    fn=bound.get("fn"),
+                    sequences=as_list(bound.get("sequences")),
+                    outputs_info=as_list(bound.get("outputs_info")),
+                    non_sequences=as_list(bound.get("non_sequences")),
+                    name=bound.get("name"),
+                )
+            )
+        return result
+
+    # ---------------------------------------------------------------- compile
+    def build(self, cap: Captured):
+        """Optimize a captured graph once, in the analysed mode (no linking)."""
+        if cap.built is None:
+            try:
+                cap.built = self.backend.build(cap, self.mode_override)
+            except ScanprobeError:
+                raise
+            except Exception as exc:
+                raise _user_error(self, exc, f"compiling {cap.label} failed") from None
+        return cap.built
+
+    def realize(self, cap: Captured):
+        if cap.function is None:
+            cap.function = self.backend.realize(self.build(cap))
+        return cap.function
+
+    # ---------------------------------------------------------------- names
+    def same_variable(self, a, b) -> bool:
+        if a is b:
+            return True
+        ca, cb = getattr(a, "container", None), getattr(b, "container", None)
+        return ca is not None and ca is cb
+
+    def name_for_variable(self, var) -> str:
+        key = id(getattr(var, "container", None) or var)
+        return self._names.get(key, "")
+
+    def _index_names(self):
+        """Module-level names (and attributes of module-level objects) of graph variables."""
+        if self.module is None:
+            return
+        Variable = self.backend.api.Variable
+        g = self.module.__dict__
+
+        def add(obj, name):
+            if isinstance(obj, Variable):
+                key = id(getattr(obj, "container", None) or obj)
+                self._names.setdefault(key, name)
+
+        for name, obj in list(g.items()):
+            if name.startswith("__"):
+                continue
+            add(obj, name)
+        for name, obj in list(g.items()):
+            d = getattr(obj, "__dict__", None)
+            if isinstance(d, dict) and not isinstance(obj, (type, types.ModuleType)):
+                for attr, val in list(d.items()):
+                    add(val, f"{name}.{attr}")
+
+    def user_site_from_trace(self, var) -> Site | None:
+        """Innermost frame of the user's own code in a variable's creation trace."""
+        trace = getattr(getattr(var, "tag", None), "trace", None)
+        if not trace:
+            return None
+        for stack in trace:
+            for entry in reversed(list(stack)):
+                try:
+                    filename, lineno, func, code = entry[0], entry[1], entry[2], entry[3]
+                except (TypeError, IndexError):
+                    filename, lineno, func, code = entry.filename, entry.lineno, entry.name, entry.line
+                if self.is_user_file(filename):
+                    return Site(filename, int(lineno), (code or "").strip(), func)
+        return None
+
+    def scan_call_at(self, site: Site | None) -> ScanCall | None:
+        if site is None:
+            return None
+        for call in self.scan_calls:
+            if os.path.realpath(call.site.file) == os.path.realpath(site.file) and call.site.line == site.line:
+                return call
+        return None
+
+    # ---------------------------------------------------------------- run
+    def run(self):
+        """Run the module with the hooks installed; name what it compiled."""
+        path = self.path
+        if not path.exists():
+            raise ScanprobeError(
+                f"no such file: {path}", hint="give the path of a Python file, e.g. scanprobe inspect model.py"
+            )
+        if path.is_dir():
+            raise ScanprobeError(f"{path} is a directory", hint="give one Python file (FILE[:TARGET])")
+        source = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            code = compile(source, str(path), "exec")
+        except SyntaxError as exc:
+            site = Site(str(path), exc.lineno or 0, (exc.text or "").strip())
+            raise ScanprobeError(
+                f"{path.name}:{exc.lineno}: syntax error: {exc.msg}",
+                hint="fix the syntax error; scanprobe runs your module as Python",
+                frames=[site],
+            ) from None
+        modname = path.stem if path.stem.isidentifier() and path.stem not in sys.modules else "__scanprobe_user__"
+        module = types.ModuleType(modname)
+        module.__file__ = str(path)
+        self.module = module
+        sys.modules[modname] = module
+        sys.path.insert(0, str(path.parent))
+        self.backend.install_hooks(self)
+        try:
+            exec(code, module.__dict__)
+        except KeyboardInterrupt:
+            raise
+        except ScanprobeError:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - any failure of user code is reported
+            raise _user_error(self, exc, f"running {path.name} raised") from None
+        finally:
+            self.backend.remove_hooks()
+            try:
+                sys.path.remove(str(path.parent))
+            except ValueError:
+                pass
+        self._index_names()
+        for cap in self.functions:
+            cap.names = sorted(n for n, v in module.__dict__.items() if isinstance(v, LazyFunction) and v._sp_captured is cap)
+            if not cap.names:
+                cap.names = sorted(
+                    n for n, v in module.__dict__.items() if cap.function is not None and v is cap.function
+                )
+        return module
+
+    def user_targets(self, include_library=False) -> list[Captured]:
+        return [c for c in self.functions if c.origin == "user" or include_library]
+
+    def module_inputs(self) -> dict:
+        """The module's ``SCANPROBE_INPUTS`` (a dict, or a callable returning one)."""
+        if self.module is None:
+            return {}
+        spec = self.module.__dict__.get("SCANPROBE_INPUTS")
+        if spec is None:
+            return {}
+        if callable(spec):
+            try:
+                spec = spec()
+            except Exception as exc:
+                raise _user_error(self, exc, "SCANPROBE_INPUTS() raised") from None
+        if not isinstance(spec, dict):
+            raise ScanprobeError(
+                f"SCANPROBE_INPUTS in {self.path.name} is a {type(spec).__name__}, not a dict",
+                hint="set SCANPROBE_INPUTS = {'x': np.zeros((B, D))} (or a function returning such a dict)",
+            )
+        return spec
+
+
+def _user_error(session: CaptureSession, exc: BaseException, what: str) -> UserCodeError:
+    frames = []
+    for fs in traceback.extract_tb(exc.__traceback__):
+        if session.is_user_file(fs.filename):
+            frames.append(Site(fs.filename, fs.lineno or 0, (fs.line or "").strip(), fs.name))
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    where = f" at {frames[-1].short()}" if frames else ""
+    if isinstance(exc, SystemExit):
+        text = f"{what} SystemExit({exc.code}){where}"
+        hint = "scanprobe runs your module as an import; move sys.exit() under if __name__ == '__main__':"
+    else:
+        text = f"{what} {type(exc).__name__}{where}: {msg}"
+        hint = f"fix the error in your code{where}, then run scanprobe again"
+        if _ARRAY_LIKE_MSG in str(exc):
+            hint = (
+                "a compiled function was called on a symbolic variable (e.g. inside a scan step): "
+                "build the graph with clone(cost, replace={x: x_t}) or OpFromGraph instead of calling it"
+            )
+    return UserCodeError(text, hint=hint, frames=frames)

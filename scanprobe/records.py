@@ -1,0 +1,183 @@
+"""Plain records that the backend adapters produce and everything else reads.
+
+Nothing here imports a backend. Analysis, rules and reporters work only on these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Site:
+    """A place in the user's code."""
+
+    file: str
+    line: int
+    code: str = ""
+    function: str = ""
+
+    def short(self) -> str:
+        import os
+
+        return f"{os.path.basename(self.file)}:{self.line}"
+
+
+@dataclass
+class Dim:
+    """One dimension of a buffer: its value when known, and always a readable formula."""
+
+    value: int | None
+    formula: str
+
+
+@dataclass
+class Read:
+    """How a scan output's history is read downstream.
+
+    kind is one of:
+      ``recent``       only rows within the last few steps are read (an index such as ``[-1]``)
+      ``rows``         a range or row of the history that is not just the last steps
+      ``output``       the history is returned by the function
+      ``scan_sequence``  another scan reads it step by step as a sequence (e.g. the backward pass)
+      ``scan_input``   another scan takes it whole (non-sequence or initial state)
+      ``computation``  an op reads the whole history (a reduction, an elementwise op, ...)
+      ``opaque``       an index scanprobe cannot resolve
+    """
+
+    kind: str
+    op: str = ""
+    detail: str = ""
+    via_dimshuffle: bool = False
+    site: Site | None = None
+    scan: str = ""
+
+
+@dataclass
+class Buffer:
+    """One scan buffer (an outer input of a Scan that holds a state's or output's steps)."""
+
+    scan_id: int
+    role: str  # mit_mot, mit_sot, sit_sot, nit_sot
+    index: int  # position within its role
+    dtype: str
+    itemsize: int
+    dims: list[Dim]
+    taps: list[int] = field(default_factory=list)
+    #: Rows the scan itself needs at most (the span of its taps, plus the slot being written).
+    needed_rows: int = 1
+    #: ``k`` when the leading dimension equals n_steps + k of a scan (``length_of`` names it).
+    leading_offset: int | None = None
+    length_of: str = ""
+    created_by: str = ""
+    created_site: Site | None = None
+    belongs_to: str = ""
+    variable: str = ""
+    reads: list[Read] = field(default_factory=list)
+
+    @property
+    def bytes(self) -> int | None:
+        total = self.itemsize
+        for d in self.dims:
+            if d.value is None:
+                return None
+            total *= d.value
+        return total
+
+    @property
+    def shape(self) -> tuple | None:
+        if any(d.value is None for d in self.dims):
+            return None
+        return tuple(d.value for d in self.dims)
+
+    def shape_formula(self) -> str:
+        return " x ".join(d.formula if d.value is None else str(d.value) for d in self.dims)
+
+    def bytes_formula(self) -> str:
+        return f"{' x '.join(d.formula for d in self.dims)} x {self.itemsize} B"
+
+
+@dataclass
+class OuterInput:
+    """An outer input of a Scan with its role."""
+
+    role: str  # n_steps, sequence, mit_mot, mit_sot, sit_sot, untraced, nit_sot, non_sequence
+    index: int
+    label: str
+    type: str
+
+
+@dataclass
+class Scan:
+    """One Scan node of the optimized graph (nested scans have a parent)."""
+
+    id: int
+    name: str
+    op: str
+    n_steps: Dim
+    as_while: bool
+    is_gradient: bool
+    truncate_gradient: int = -1
+    parent: int | None = None
+    site: Site | None = None
+    step_function: str = ""
+    inputs: list[OuterInput] = field(default_factory=list)
+    buffers: list[Buffer] = field(default_factory=list)
+
+
+@dataclass
+class ModeInfo:
+    """The compilation mode that was analysed and what it says about the save-mem rewrite."""
+
+    name: str
+    linker: str
+    save_mem: bool
+    #: Why save-mem does not run ("" when it does).
+    save_mem_reason: str = ""
+    #: The tag that adds the save-mem rewrite to a mode (``mode.including(tag)``).
+    save_mem_tag: str = ""
+    from_cli: bool = False
+
+
+@dataclass
+class InputInfo:
+    label: str
+    type: str
+    shape: list[int] | None = None
+    source: str = ""  # SCANPROBE_INPUTS, --input, test value, shared value, unknown
+
+
+@dataclass
+class Target:
+    """One compiled function of the user's module and what was found in its optimized graph."""
+
+    name: str
+    site: Site | None
+    mode: ModeInfo
+    inputs: list[InputInfo] = field(default_factory=list)
+    scans: list[Scan] = field(default_factory=list)
+    n_nodes: int = 0
+    compile_seconds: float = 0.0
+    analysis_seconds: float = 0.0
+
+    def buffers(self):
+        for s in self.scans:
+            yield from s.buffers
+
+    def scan_by_id(self, sid: int) -> Scan:
+        for s in self.scans:
+            if s.id == sid:
+                return s
+        raise KeyError(sid)
+
+
+def to_plain(obj: Any) -> Any:
+    """Dataclasses to dicts, recursively (for the JSON reporter and golden files)."""
+    if hasattr(obj, "__dataclass_fields__"):
+        return {k: to_plain(v) for k, v in asdict(obj).items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_plain(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: to_plain(v) for k, v in obj.items()}
+    return obj

@@ -1,0 +1,122 @@
+"""The rich terminal report: colour on a terminal, plain text in a pipe."""
+
+from __future__ import annotations
+
+import os
+
+from scanprobe.analysis.sizes import human_bytes
+
+
+def _console(out, color):
+    from rich.console import Console
+
+    tty = hasattr(out, "isatty") and out.isatty()
+    return Console(
+        file=out,
+        force_terminal=True if color is True else None,
+        no_color=(color is False) or (not tty and color is not True),
+        width=None if tty else 150,
+        highlight=False,
+        soft_wrap=not tty,
+    )
+
+
+def render(report, out, color=None) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    con = _console(out, color)
+    con.print(
+        f"[bold]scanprobe[/] {escape(os.path.basename(report.file))} · {report.backend} "
+        f"{report.backend_version} ({escape(report.backend_why)})"
+    )
+    for note in report.notes:
+        con.print(f"[dim]note: {escape(note)}[/]")
+    for t in report.targets:
+        con.print()
+        where = f" ({t.site.short()})" if t.site else ""
+        mode = t.mode
+        sm = "runs" if mode.save_mem else "does not run"
+        con.print(
+            f"[bold cyan]target {escape(t.name)}[/]{escape(where)} · mode {escape(mode.name)}"
+            f"{' (--mode)' if mode.from_cli else ''} · linker {escape(mode.linker)} · save-mem {sm}"
+            f" · {t.n_nodes} nodes"
+        )
+        if not t.scans:
+            con.print("  no scan in this function")
+            continue
+        verdicts = {(v.buffer.scan_id, v.buffer.role, v.buffer.index): v for v in report.verdicts.get(t.name, [])}
+        st = Table(title=None, show_edge=False, pad_edge=False)
+        for col in ("scan", "n_steps", "kind", "defined at"):
+            st.add_column(col)
+        for s in t.scans:
+            kind = ("backward pass" if s.is_gradient else "forward") + (", while" if s.as_while else "")
+            if s.parent:
+                kind += f", nested in #{s.parent}"
+            n = str(s.n_steps.value) if s.n_steps.value is not None else s.n_steps.formula
+            st.add_row(f"#{s.id} {escape(s.name)}", escape(n), kind, escape(s.site.short() if s.site else "?"))
+        con.print(st)
+        bt = Table(show_edge=False, pad_edge=False)
+        for col in ("scan", "role", "belongs to", "shape", "dtype", "bytes", "history"):
+            bt.add_column(col, justify="right" if col == "bytes" else "left")
+        rows = []
+        for s in t.scans:
+            for b in s.buffers:
+                v = verdicts.get((b.scan_id, b.role, b.index))
+                rows.append((b.bytes if b.bytes is not None else -1, s, b, v))
+        rows.sort(key=lambda r: -r[0])
+        for _, s, b, v in rows:
+            hist = _history_cell(v)
+            size = human_bytes(b.bytes) if b.bytes is not None else b.bytes_formula()
+            bt.add_row(
+                f"#{s.id}", b.role, escape(b.belongs_to), escape(b.shape_formula()), b.dtype, escape(size), hist
+            )
+        con.print(bt)
+        for _, s, b, v in rows:
+            if v and v.status == "full" and v.verdict in ("needed", "inherent"):
+                con.print(
+                    f"  [green]kept[/] {escape(b.belongs_to)} of `{escape(s.name)}` "
+                    f"({human_bytes(b.bytes) if b.bytes is not None else escape(b.bytes_formula())}): "
+                    + escape("; ".join(v.why))
+                )
+    con.print()
+    if report.findings:
+        for f in report.findings:
+            con.print(f"[bold red]{f.code}[/] [red]{f.name}[/] [bold]{escape(f.target)}[/]: {escape(f.message)}")
+            if f.site:
+                con.print(f"    at {escape(f.site.short())}: [dim]{escape(f.site.code)}[/]")
+            for line in f.explanation:
+                con.print(f"    {escape(line)}")
+            for line in f.fix:
+                con.print(f"    [green]fix:[/] {escape(line)}")
+        total = sum(f.bytes or 0 for f in report.findings)
+        con.print(
+            f"[bold red]{len(report.findings)} finding{'s' if len(report.findings) != 1 else ''}[/]"
+            f" in {len(report.targets)} target{'s' if len(report.targets) != 1 else ''}"
+            f" · {human_bytes(total)} held in removable history"
+        )
+    else:
+        con.print(f"[bold green]no findings[/] in {len(report.targets)} target{'s' if len(report.targets) != 1 else ''}")
+
+
+def _history_cell(v) -> str:
+    if v is None or v.status == "unknown":
+        return "?"
+    if v.status == "reduced":
+        return "[green]reduced[/]"
+    if v.verdict == "removable":
+        return "[bold red]full: removable[/]"
+    if v.verdict == "inherent":
+        return "[yellow]full: mit_mot[/]"
+    return "[yellow]full: needed[/]"
+
+
+def render_error(error, out, color=None) -> None:
+    from rich.markup import escape
+
+    con = _console(out, color)
+    con.print(f"[bold red]error:[/] {escape(error.message)}")
+    for fr in error.frames[-3:]:
+        con.print(f"  at {escape(fr.short())} in {escape(fr.function or '?')}: [dim]{escape(fr.code)}[/]")
+    if error.hint:
+        con.print(f"[yellow]hint:[/] {escape(error.hint)}")

@@ -1,0 +1,18 @@
+"""The explicit registry of rules. Add a rule: one file, one line here."""
+
+from __future__ import annotations
+
+from scanprobe.rules.base import Finding, Rule
+from scanprobe.rules.sp001_full_history_buffer import FullHistoryBuffer
+
+RULES: list[Rule] = [FullHistoryBuffer()]
+
+
+def by_code(code: str) -> Rule | None:
+    for r in RULES:
+        if r.code == code.upper() or r.name == code:
+            return r
+    return None
+
+
+__all__ = ["RULES", "Finding", "Rule", "by_code"]

@@ -1,0 +1,43 @@
+"""What a rule is and what it finds."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from scanprobe.records import Site
+
+
+@dataclass
+class Finding:
+    code: str
+    name: str
+    target: str
+    message: str
+    severity: str = "error"
+    scan: str = ""
+    site: Site | None = None
+    bytes: int | None = None
+    explanation: list[str] = field(default_factory=list)
+    fix: list[str] = field(default_factory=list)
+
+
+class Rule:
+    """One rule: a code, a name after the pattern, documented sections, and a check.
+
+    The module docstring of each rule holds its documentation in fixed sections:
+    ``## What it does``, ``## Why is this bad?``, ``## Example``, ``## Use instead``,
+    ``## Fix safety``. ``scanprobe rules CODE`` prints it.
+    """
+
+    code: str = ""
+    name: str = ""
+    summary: str = ""
+    doc: str = ""
+
+    def check(self, target, verdicts) -> list[Finding]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def sections(self) -> dict[str, str]:
+        parts = re.split(r"^## (.+)$", self.doc, flags=re.M)
+        return {parts[i].strip(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}

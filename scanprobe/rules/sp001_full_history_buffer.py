@@ -1,0 +1,89 @@
+"""SP001 full-history-buffer: a scan buffer keeps every step although only the last are read.
+
+## What it does
+Finds scan buffers (the outer storage of a recurrent state, a gradient accumulator, or a per-step
+output) whose leading dimension is n_steps + k, so that they hold one row per step, while every
+reader of the scan's output reads only the last steps (for example `result[-1]`). Sizes are
+computed from the optimized graph and known shapes, without running the function.
+
+## Why is this bad?
+The buffer grows with the number of steps for nothing. The classic case is the gradient of a scan
+with non_sequences: for each non_sequence `x` the backward scan accumulates `d cost / d x` in a
+buffer of shape `(n_steps + 1,) + x.shape`, and only row `[-1]` is ever used. With 1024 steps and
+an input of 2000x3x32x32 float32 that is 25.2 GB per non_sequence (a MemoryError). Backends drop
+the history with their save-mem rewrite, which does not run in FAST_COMPILE, with
+`optimizer=None`, when the rewrite is excluded, or when a transpose hides the index from it.
+
+## Example
+```python
+res, _ = theano.scan(step, sequences=[idx], non_sequences=[x, b])
+cost = res.sum()
+f = theano.function([], theano.grad(cost, [x, b]), mode="FAST_COMPILE")
+```
+
+## Use instead
+```python
+f = theano.function([], theano.grad(cost, [x, b]), mode="FAST_RUN")  # runs save-mem
+# or, keeping a custom mode:
+mode = theano.compile.mode.get_mode("FAST_COMPILE").including("scanOp_save_mem")
+```
+Index a scan output before transposing it (`out[-1].T`, not `out.T[:, -1]`).
+
+## Fix safety
+Running the save-mem rewrite does not change results: it removes rows that nothing reads.
+Every fix scanprobe applies is verified by rerunning the function.
+"""
+
+from __future__ import annotations
+
+from scanprobe.analysis.sizes import human_bytes
+from scanprobe.rules.base import Finding, Rule
+
+
+class FullHistoryBuffer(Rule):
+    code = "SP001"
+    name = "full-history-buffer"
+    summary = "a scan buffer keeps every step although only the last steps are read"
+    doc = __doc__
+
+    def check(self, target, verdicts):
+        findings = []
+        for v in verdicts:
+            if v.status != "full" or v.verdict != "removable":
+                continue
+            buf, scan = v.buffer, v.scan
+            lead = buf.dims[0]
+            length = f"n_steps{buf.leading_offset:+d}" if buf.leading_offset else "n_steps"
+            if buf.length_of and buf.length_of != scan.name:
+                length += f" of `{buf.length_of}`"
+            rows = f"{lead.value} rows ({length})" if lead.value is not None else f"{length} rows"
+            size = human_bytes(buf.bytes) if buf.bytes is not None else buf.bytes_formula()
+            msg = f"{buf.belongs_to} in scan `{scan.name}` keeps every step: {rows}, {size}"
+            fix = self._fix(target, v)
+            findings.append(
+                Finding(
+                    code=self.code,
+                    name=self.name,
+                    target=target.name,
+                    message=msg,
+                    scan=scan.name,
+                    site=buf.created_site,
+                    bytes=buf.bytes,
+                    explanation=[f"buffer: {buf.created_by}, shape ({buf.shape_formula()}) {buf.dtype}"]
+                    + v.why[:1]
+                    + [f"not shrunk because {w}" for w in v.why[1:]],
+                    fix=fix,
+                )
+            )
+        return findings
+
+    @staticmethod
+    def _fix(target, v) -> list[str]:
+        if not target.mode.save_mem:
+            return [
+                "compile in a mode that runs the save-mem rewrite: mode='FAST_RUN' (the default), "
+                f"or add it to your own mode: mode.including('{target.mode.save_mem_tag}')"
+            ]
+        if any(r.via_dimshuffle for r in v.buffer.reads):
+            return ["index the scan output before transposing it (out[-1].T rather than out.T[..., -1])"]
+        return ["read only the steps you need from the scan output (e.g. out[-1])"]
