@@ -12,8 +12,8 @@ from _backend import T, floatX, th
 
 STEPS, BATCH, N_IN, N_HID = 50, 16, 8, 32
 
-x = T.tensor3("x")  # (steps, batch, n_in)
-y = T.tensor3("y")  # (steps, batch, 1)
+x = T.tensor3("x", dtype=floatX)  # (steps, batch, n_in)
+y = T.tensor3("y", dtype=floatX)  # (steps, batch, 1)
 rng = np.random.default_rng(1)
 W_in = th.shared((0.1 * rng.standard_normal((N_IN, N_HID))).astype(floatX), name="W_in")
 W_rec = th.shared((0.1 * rng.standard_normal((N_HID, N_HID))).astype(floatX), name="W_rec")
@@ -29,7 +29,8 @@ h = th.scan(step, sequences=[x], outputs_info=[h0], non_sequences=[W_in, W_rec])
 loss = T.mean((T.dot(h, W_out) - y) ** 2)
 params = [W_in, W_rec, W_out]
 grads = T.grad(loss, params)
-train_step = th.function([x, y], loss, updates=[(p, p - 0.1 * g) for p, g in zip(params, grads)])
+lr = np.asarray(0.1, dtype=floatX)
+train_step = th.function([x, y], loss, updates=[(p, p - lr * g) for p, g in zip(params, grads)])
 
 SCANPROBE_INPUTS = {
     "x": rng.standard_normal((STEPS, BATCH, N_IN)).astype(floatX),

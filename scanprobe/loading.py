@@ -271,7 +271,12 @@ class CaptureSession:
             except ScanprobeError:
                 raise
             except Exception as exc:
-                raise _user_error(self, exc, f"compiling {cap.label} failed") from None
+                err = _user_error(self, exc, f"compiling {cap.label} failed:")
+                if not err.frames and cap.site is not None:
+                    err.frames = [cap.site]
+                    err.message = err.message.replace(" failed: ", f" (compiled at {cap.site.short()}) failed: ", 1)
+                    err.hint = f"fix the graph compiled at {cap.site.short()}, then run scanprobe again"
+                raise err from None
         return cap.built
 
     def realize(self, cap: Captured):

@@ -37,6 +37,8 @@ def classify(target: Target) -> list[BufferVerdict]:
 
 
 def _status(scan: Scan, buf: Buffer) -> str:
+    if buf.role == "untraced":
+        return "reduced"
     lead = buf.dims[0].value if buf.dims else None
     if buf.leading_offset is not None and (lead is None or lead > buf.needed_rows):
         return "full"

@@ -113,7 +113,10 @@ class FamilyBackend(Backend):
         return mode, f"Mode(linker={getattr(linker, '__class__', type(linker)).__name__ if not isinstance(linker, str) else linker})"
 
     def _config_mode(self):
-        raise NotImplementedError
+        cfg = self.api.config
+        if cfg.mode == "Mode":  # the default: the optimizer and linker flags decide
+            return f"default (optimizer={cfg.optimizer}, linker={cfg.linker})"
+        return cfg.mode
 
     def build(self, captured, mode_override):
         """Run the backend's own ``function`` on the captured arguments up to linking."""
@@ -236,6 +239,10 @@ class FamilyBackend(Backend):
     def subtensor_indices(self, node):
         raise NotImplementedError
 
+    def infer_shape(self, node, shapes):
+        """The op's own shape inference (signatures differ between backends)."""
+        return node.op.infer_shape(self.api.fgraph_for_infer_shape, node, shapes)
+
     def clients_of_outputs(self, fgraph):
         return list(fgraph.outputs)
 
@@ -311,6 +318,8 @@ class GraphWalker:
     # -------------------------------------------------------------- names
     def label_of(self, var, level) -> str:
         """A name for a graph input in the user's terms."""
+        if level is not None and level.labels.get(var):
+            return level.labels[var]
         if self.labels.get(var):
             return self.labels[var]
         name = self.session.name_for_variable(var)
@@ -331,7 +340,8 @@ def _type_str(var) -> str:
 class _Level:
     """One graph (the function's, or a scan's inner graph) with what is known about its inputs."""
 
-    def __init__(self, walker: GraphWalker, fg, known, parent):
+    def __init__(self, walker: GraphWalker, fg, known, parent, labels=None):
+        self.labels = labels or {}
         self.w = walker
         self.api = walker.api
         self.fg = fg
@@ -401,6 +411,34 @@ class _Level:
         for var, res in zip(originals, results):
             self._values[var] = _as_int(res)
 
+    def _infer_shape(self, var, depth=0):
+        """Symbolic shape of ``var``: the fgraph's ShapeFeature, else the op's infer_shape.
+
+        Shape graphs built by infer_shape contain variables that are not in the fgraph (e.g.
+        ``Shape(x[0:])``); their shapes come from their ops' infer_shape, recursively.
+        """
+        if var in self.shape_of:
+            return tuple(self.shape_of[var])
+        node = var.owner
+        if node is None or depth > 8 or not hasattr(node.op, "infer_shape"):
+            return None
+        shapes = []
+        for inp in node.inputs:
+            if getattr(inp.type, "ndim", None) is None:
+                shapes.append(None)
+                continue
+            shp = self._infer_shape(inp, depth + 1)
+            if shp is None:
+                if inp.owner is not None:
+                    return None
+                shp = tuple(self.api.T.shape(inp)[i] for i in range(inp.type.ndim))
+            shapes.append(shp)
+        try:
+            out = self.w.b.infer_shape(node, shapes)
+        except Exception:  # an op whose infer_shape needs more than we give it
+            return None
+        return tuple(out[node.outputs.index(var)])
+
     def _resolve_shapes(self, var, rounds=6):
         """Replace Shape/Shape_i of computed variables by their inferred shapes.
 
@@ -414,9 +452,11 @@ class _Level:
                 if not isinstance(node.op, (api.Shape, api.Shape_i)):
                     continue
                 src = node.inputs[0]
-                if src.owner is None or src not in self.shape_of:
+                if src.owner is None:
                     continue
-                shp = self.shape_of[src]
+                shp = self._infer_shape(src)
+                if shp is None:
+                    continue
                 if isinstance(node.op, api.Shape_i):
                     new = shp[node.op.i]
                 elif getattr(src.type, "ndim", 0) > 0:
@@ -500,6 +540,8 @@ class _Level:
         node = var.owner
         if node is None:
             return self.w.label_of(var, self)
+        if type(node.op).__name__ == "DimShuffle" and node.inputs[0].owner is None:
+            return self.w.label_of(node.inputs[0], self)  # broadcast/dropped axes of an input
         if depth > 6:
             return "..."
         op = node.op
@@ -633,7 +675,7 @@ def _as_int(x):
         return None
 
 
-_ROLES = ("mit_mot", "mit_sot", "sit_sot", "nit_sot")
+_ROLES = ("mit_mot", "mit_sot", "sit_sot", "nit_sot", "shared")
 
 
 class _ScanPlan:
@@ -659,6 +701,8 @@ class _ScanPlan:
         for role in _ROLES:
             ins = getattr(a, f"outer_in_{role}")
             outs = getattr(a, f"outer_out_{role}")
+            if role == "shared":  # untraced states (PyTensor) / shared updates (Theano)
+                role = "untraced"
             for i, outer_in in enumerate(ins):
                 outer_out = outs[i] if i < len(outs) else None
                 if role == "nit_sot":
@@ -666,6 +710,10 @@ class _ScanPlan:
                     dims = (outer_in,) + tuple(rest)
                 else:
                     dims = lv.shape(outer_in)
+                    _, creator = _creator(self.api, outer_in)
+                    for x in creator.inputs if creator is not None else ():
+                        if getattr(x.type, "ndim", None) == 0:
+                            lv.request(x)
                 for d in dims:
                     lv.request(d)
                 self.buffers.append((role, i, outer_in, outer_out, dims))
@@ -773,6 +821,18 @@ class _ScanPlan:
                     off = k - n_key[1]
                     formula = "n_steps" if off == 0 else f"(n_steps{off:+d})"
             rdims.append(R.Dim(val if isinstance(val, int) else None, formula))
+        if role == "untraced":  # the state itself, no time axis: nothing to shrink
+            _, creator = _creator(self.api, outer_in)
+            belongs = f"untraced state #{i} (no history kept)"
+            var = _shape_source(self.api, creator, leading=False)
+            if rec.is_gradient and var is not None:
+                display, _ = self._name_of_forward_input(var)
+                belongs = f"gradient accumulator of non_sequence {display}, untraced (no history kept)"
+            return R.Buffer(
+                scan_id=rec.id, role=role, index=i, dtype=dtype, itemsize=itemsize, dims=rdims,
+                needed_rows=0, belongs_to=belongs,
+                created_by=type(outer_in.owner.op).__name__ if outer_in.owner else "graph input",
+            )
         taps = list(info["taps"].get(role, [[]] * (i + 1))[i]) if role != "nit_sot" else [0]
         span = max([-t for t in taps if t < 0] + [0]) if role != "mit_mot" else max(
             [abs(t) for t in taps] + [1]
@@ -796,25 +856,24 @@ class _ScanPlan:
                 (p, key) for p, key in nsteps_keys if p is not self
             ]
             own = lv.value(self.n_steps)
+            matches = []
             for p, (nbase, nk) in candidates:
                 pval = lv.value(p.n_steps)
                 if isinstance(lead_val, int) and isinstance(pval, int):
                     # Own length: any buffer with at least one row per step keeps the history.
                     # Another scan's length (a gradient scan under truncate_gradient sized by
                     # the forward scan): close to it, and longer than this scan runs.
-                    if (p is self and lead_val >= pval) or (
-                        p is not self
-                        and 0 <= lead_val - pval <= buf.needed_rows
-                        and isinstance(own, int)
-                        and lead_val > own
+                    off = lead_val - pval
+                    if (p is self and off >= 0) or (
+                        p is not self and 0 <= off <= buf.needed_rows and isinstance(own, int) and lead_val > own
                     ):
-                        buf.leading_offset = lead_val - pval
-                        buf.length_of = p.info["name"] or "scan_fn"
-                        break
+                        matches.append((off, p))
                 elif nbase == base and nbase != ("c", 0):
-                    buf.leading_offset = k - nk
-                    buf.length_of = p.info["name"] or "scan_fn"
-                    break
+                    matches.append((k - nk, p))
+            if matches:
+                off, p = min(matches, key=lambda m: (m[0] < 0, abs(m[0]), m[1] is not self))
+                buf.leading_offset = off
+                buf.length_of = p.info["name"] or "scan_fn"
         # provenance
         created, creator = _creator(self.api, outer_in) if role != "nit_sot" else (None, None)
         if role == "nit_sot":
@@ -840,7 +899,9 @@ class _ScanPlan:
         if rec.is_gradient and role == "sit_sot":
             var = _shape_source(self.api, creator) if creator is not None else None
             non_seqs = self.args.outer_in_non_seqs
-            if var is not None and any(self.w.session.same_variable(var, ns) or var is ns for ns in non_seqs):
+            if var is None or not any(self.w.session.same_variable(var, ns) or var is ns for ns in non_seqs):
+                var = self._non_seq_shaped_like(outer_in_dims=getattr(self, "_dims_values", None), role=role, i=i)
+            if var is not None:
                 display, name = self._name_of_forward_input(var)
                 return f"gradient accumulator of non_sequence {display}", name
             if "&" not in rec.name:
@@ -862,6 +923,27 @@ class _ScanPlan:
         if role == "mit_mot":
             return f"multi-tap state #{i}", ""
         return f"per-step output #{i}", ""
+
+    def _non_seq_shaped_like(self, outer_in_dims, role, i):
+        """The one non_sequence whose (known) shape and dtype match a gradient buffer's rows.
+
+        Used when the buffer's shape no longer points at its variable (shapes constant-folded);
+        when two non_sequences have the same shape the answer stays unknown rather than guessed.
+        """
+        lv = self.level
+        outer_in = getattr(self.args, f"outer_in_{role}")[i]
+        dims = [lv.value(d) for d in lv.shape(outer_in)]
+        rows = dims[1:] if role != "untraced" else dims
+        hits = []
+        for ns in self.args.outer_in_non_seqs:
+            if getattr(ns.type, "dtype", None) != outer_in.type.dtype:
+                continue
+            shp = [lv.value(d) for d in lv.shape(ns)]
+            if all(isinstance(x, int) for x in shp) and shp == rows:
+                hits.append(_strip_to_root(self.api, ns))
+        if len(hits) == 1 and hits[0].owner is None:
+            return hits[0]
+        return None
 
     def _name_of_forward_input(self, var):
         """(display, name) of a graph input that a scan step receives as a non_sequence.
@@ -893,16 +975,28 @@ class _ScanPlan:
         known = {}
         lv = self.level
         a = self.args
-        inner_args = self.w.b.scan_roles(self.node)
-        # map inner inputs to what we know of the outer ones
-        for outer, inner in zip(a.outer_in_non_seqs, inner_args.inner_in_non_seqs):
+        # Map inner inputs to what we know of the outer ones, by position: inner inputs are
+        # sequences first (one per outer sequence slice) and non_sequences last, in the same
+        # order as the outer ones. (Theano's scan_args clones the inner graph, so identity
+        # cannot be used.)
+        n_ns = len(a.outer_in_non_seqs)
+        seq_pairs = list(zip(a.outer_in_seqs, inner_in[: len(a.outer_in_seqs)]))
+        ns_pairs = list(zip(a.outer_in_non_seqs, inner_in[len(inner_in) - n_ns :] if n_ns else []))
+        for outer, inner in ns_pairs:
             known[inner] = _known_from_outer(lv, outer, drop_first=False)
-        for outer, inner in zip(a.outer_in_seqs, inner_args.inner_in_seqs):
+        for outer, inner in seq_pairs:
             known[inner] = _known_from_outer(lv, outer, drop_first=True)
-        fg_known = {}
+        labels = {}
+        for outer, inner in ns_pairs:
+            labels[inner] = self._user_label(outer, "non_sequence", 0, None)
+        for outer, inner in seq_pairs:
+            labels[inner] = f"{self._user_label(outer, 'sequence', 0, None)}[t]"
+        fg_known, fg_labels = {}, {}
         for orig, new in zip(inner_in, fg.inputs):
             fg_known[new] = known.get(orig, (None, None, "unknown"))
-        sub = _Level(self.w, fg, fg_known, parent=self.id)
+            if orig in labels:
+                fg_labels[new] = labels[orig]
+        sub = _Level(self.w, fg, fg_known, parent=self.id, labels=fg_labels)
         sub.walk()
 
 
@@ -976,14 +1070,15 @@ def _strip_to_root(api, var):
     return var
 
 
-def _shape_source(api, creator_node):
+def _shape_source(api, creator_node, leading=True):
     """The graph input whose shape gives the trailing dimensions of an Alloc, if exactly one."""
     if creator_node is None:
         return None
+    skip = 1 if leading else 0
     if isinstance(creator_node.op, api.AllocEmpty):
-        trailing = creator_node.inputs[1:]
+        trailing = creator_node.inputs[skip:]
     elif isinstance(creator_node.op, api.Alloc):
-        trailing = creator_node.inputs[2:]
+        trailing = creator_node.inputs[1 + skip :]
     else:
         return None
     found = []

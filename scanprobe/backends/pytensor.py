@@ -73,15 +73,13 @@ class PyTensorBackend(FamilyBackend):
             SharedVariable=SharedVariable,
             Variable=Variable,
             config=pytensor.config,
+            fgraph_for_infer_shape=None,
             T=pt,
         )
         return pytensor
 
     def version(self):
         return self.api.module.__version__ if self.api else ""
-
-    def _config_mode(self):
-        return self.api.config.mode
 
     def _function_homes(self):
         pytensor = self.api.module

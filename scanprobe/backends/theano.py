@@ -110,12 +110,6 @@ class TheanoBackend(FamilyBackend):
     def version(self):
         return self.api.module.__version__ if self.api else ""
 
-    def _config_mode(self):
-        cfg = self.api.config
-        if cfg.mode == "Mode":  # Theano's default: the optimizer and linker flags decide
-            return f"default (optimizer={cfg.optimizer}, linker={cfg.linker})"
-        return cfg.mode
-
     def _function_homes(self):
         theano = self.api.module
         fmod = sys.modules.get("theano.compile.function")
@@ -123,6 +117,9 @@ class TheanoBackend(FamilyBackend):
 
     def _scan_homes(self):
         return [(self.api.module, "scan")]
+
+    def infer_shape(self, node, shapes):
+        return node.op.infer_shape(node, shapes)
 
     def scan_info(self, op):
         tap_array = list(op.tap_array)

@@ -90,10 +90,12 @@ def render(report, out, color=None) -> None:
             for line in f.fix:
                 con.print(f"    [green]fix:[/] {escape(line)}")
         total = sum(f.bytes or 0 for f in report.findings)
+        symbolic = sum(1 for f in report.findings if f.bytes is None)
+        held = human_bytes(total) + (f" + {symbolic} of symbolic size" if symbolic else "")
         con.print(
             f"[bold red]{len(report.findings)} finding{'s' if len(report.findings) != 1 else ''}[/]"
             f" in {len(report.targets)} target{'s' if len(report.targets) != 1 else ''}"
-            f" · {human_bytes(total)} held in removable history"
+            f" · {held} held in removable history"
         )
     else:
         con.print(f"[bold green]no findings[/] in {len(report.targets)} target{'s' if len(report.targets) != 1 else ''}")
