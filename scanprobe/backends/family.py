@@ -568,6 +568,13 @@ class _Level:
         if name in ("Maximum", "Minimum", "Switch", "Ceil", "Floor"):
             parts = [self.formula(i, names, depth + 1) for i in node.inputs]
             return f"{name.lower()}({', '.join(parts)})"
+        if name == "Composite":  # fused scalar arithmetic: show its expression
+            import re
+
+            parts = [self.formula(i, names, depth + 1) for i in node.inputs]
+            text = str(op.scalar_op)
+            text = text[text.index("{") + 1 : -1] if "{" in text else text
+            return re.sub(r"\bi(\d+)\b", lambda m: parts[int(m.group(1))] if int(m.group(1)) < len(parts) else m.group(0), text)
         return f"{type(op).__name__}(...)"
 
     def skey(self, var):
@@ -934,13 +941,29 @@ class _ScanPlan:
         outer_in = getattr(self.args, f"outer_in_{role}")[i]
         dims = [lv.value(d) for d in lv.shape(outer_in)]
         rows = dims[1:] if role != "untraced" else dims
-        hits = []
-        for ns in self.args.outer_in_non_seqs:
-            if getattr(ns.type, "dtype", None) != outer_in.type.dtype:
-                continue
-            shp = [lv.value(d) for d in lv.shape(ns)]
-            if all(isinstance(x, int) for x in shp) and shp == rows:
-                hits.append(_strip_to_root(self.api, ns))
+        def matching(candidates):
+            hits = []
+            for ns in candidates:
+                if getattr(ns.type, "dtype", None) != outer_in.type.dtype:
+                    continue
+                shp = [lv.value(d) for d in lv.shape(ns)]
+                root = _strip_to_root(self.api, ns)
+                if root.owner is not None or _is_constant(self.api, root):
+                    continue
+                if all(isinstance(x, int) for x in shp) and shp == rows and root not in hits:
+                    hits.append(root)
+            return hits
+
+        hits = matching(self.args.outer_in_non_seqs)
+        if not hits and lv.parent is None:
+            # the rewrites may have dropped the non_sequence from the backward scan (only its
+            # shape was used): look among the function's inputs and shared variables
+            inputs = [v for v in lv.fg.inputs if getattr(v.type, "ndim", None) == len(rows)]
+            for v in inputs:
+                for d in lv.shape(v):
+                    lv.request(d)
+            lv.evaluate_pending()
+            hits = matching(inputs)
         if len(hits) == 1 and hits[0].owner is None:
             return hits[0]
         return None

@@ -72,6 +72,12 @@ def render(report, out, color=None) -> None:
                 f"#{s.id}", b.role, escape(b.belongs_to), escape(b.shape_formula()), b.dtype, escape(size), hist
             )
         con.print(bt)
+        unknown = [i.label for i in t.inputs if i.shape is None and i.source == "unknown"]
+        if unknown and any(b.bytes is None for _, _, b, _ in rows):
+            con.print(
+                f"  [yellow]sizes depend on {', '.join(unknown)}:[/] give --input "
+                f"{unknown[0]}=SHAPE (or SCANPROBE_INPUTS in the module) for figures"
+            )
         for _, s, b, v in rows:
             if v and v.status == "full" and v.verdict in ("needed", "inherent"):
                 con.print(

@@ -1,0 +1,26 @@
+# Shared by scripts/run-samples and scripts/test: create the two virtual environments once.
+# Theano 1.0.5 needs numpy < 1.24 and PyTensor needs numpy 2, so each backend has its own.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PY="${SCANPROBE_PYTHON:-python3}"
+THEANO_VENV="$ROOT/.venv-theano"
+PYTENSOR_VENV="$ROOT/.venv-pytensor"
+export THEANO_FLAGS="${THEANO_FLAGS:-base_compiledir=$ROOT/.cache/theano}"
+export NUMBA_CACHE_DIR="${NUMBA_CACHE_DIR:-$ROOT/.cache/numba}"
+
+_make_venv() {  # dir, extra
+  local dir="$1" extra="$2"
+  if [ ! -x "$dir/bin/scanprobe" ] || [ ! -f "$dir/.scanprobe-ready" ] || [ "$ROOT/pyproject.toml" -nt "$dir/.scanprobe-ready" ]; then
+    echo "setting up $(basename "$dir") (once)..." >&2
+    "$PY" -m venv "$dir"
+    "$dir/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT[$extra,test]" 2>&1 \
+      | grep -v "^WARNING: Location" >&2 || true
+    "$dir/bin/python" -c "import scanprobe, $extra" || { echo "could not install $extra in $dir" >&2; exit 2; }
+    touch "$dir/.scanprobe-ready"
+  fi
+}
+
+ensure_venvs() {
+  _make_venv "$THEANO_VENV" theano
+  _make_venv "$PYTENSOR_VENV" pytensor
+}

@@ -1,0 +1,33 @@
+"""The other shipped samples: needed history, and no scan at all."""
+
+from conftest import SAMPLES, scanprobe
+from helpers import buffers, findings
+
+
+def test_rnn_history_is_needed_not_waste(backend):
+    res = scanprobe("inspect", SAMPLES / "rnn_bptt.py", "--format", "json")
+    assert res.rc == 0, res
+    rep = res.json()
+    assert findings(rep) == []
+    state = [b for b in buffers(rep) if b["role"] == "sit_sot" and b["belongs_to"] == "recurrent state `h_prev`"]
+    assert len(state) == 1, buffers(rep)
+    h = state[0]
+    assert h["status"] == "full" and h["verdict"] == "needed"
+    assert h["shape"] == [51, 16, 32] and h["bytes"] == 51 * 16 * 32 * 4
+    assert h["why"], h
+
+
+def test_rnn_in_fast_compile_flags_only_removable_accumulators(backend):
+    res = scanprobe("inspect", SAMPLES / "rnn_bptt.py", "--mode", "FAST_COMPILE", "--format", "json")
+    rep = res.json()
+    for f in findings(rep):
+        assert "gradient accumulator" in f["message"], f
+    state = [b for b in buffers(rep) if b["belongs_to"] == "recurrent state `h_prev`"]
+    assert state and state[0]["verdict"] == "needed"
+
+
+def test_mlp_without_scan_is_clean(backend):
+    res = scanprobe("inspect", SAMPLES / "mlp_no_scan.py")
+    assert res.rc == 0, res
+    assert "no scan in this function" in res.out
+    assert "no findings" in res.out
