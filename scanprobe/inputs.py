@@ -78,8 +78,6 @@ def knowledge_for(cap, fgraph_inputs, module_inputs: dict, specs: list[InputSpec
                 continue
             used.add(spec.text)
             if spec.dtype and spec.dtype != dtype:
-                from scanprobe.errors import ScanprobeError
-
                 raise ScanprobeError(
                     f"--input {spec.text}: input {label} is {dtype}, not {spec.dtype}",
                     hint=f"drop the dtype or write :{dtype}",
@@ -95,7 +93,7 @@ def knowledge_for(cap, fgraph_inputs, module_inputs: dict, specs: list[InputSpec
             else:
                 if spec.dims is None or len(spec.dims) != ndim:
                     raise ScanprobeError(
-                        f"--input {spec.text}: input {label} has {ndim} dimensions",
+                        f"--input {spec.text}: input {label} has {ndim} dimension{'s' if ndim != 1 else ''}",
                         hint=f"give {ndim} sizes, e.g. --input {label}={'x'.join(['8'] * (ndim or 1))}",
                     )
                 out[i] = (None, spec.dims, "--input")

@@ -382,19 +382,49 @@ class _Level:
     def evaluate_pending(self):
         """Evaluate every requested scalar that can be, in one Python-linker function."""
         todo, self._pending = self._pending, []
-        ok, feeds = [], {}
-        originals = []
         for var in todo:
             self._values.setdefault(var, None)
+        self._values.update({k: v for k, v in self._evaluate(todo, self.known).items() if v is not None})
+
+    #: Sizes given to inputs of unknown shape when probing (primes, so no accidental equality).
+    PROBES = (1009, 1511)
+
+    def probe(self, vars_):
+        """Values of ``vars_`` under two made-up sizes for every input of unknown shape.
+
+        Used only to recognise a leading dimension of n_steps + k when the real sizes are not
+        given: if lead - n_steps is the same k under both probes while n_steps changes, the
+        buffer holds one row per step whatever the inputs. No figure from a probe is reported.
+        """
+        results = []
+        for size in self.PROBES:
+            known = dict(self.known)
+            for var in list(self.known) + list(self.fg.inputs):
+                value, shape, source = known.get(var, (None, None, "unknown"))
+                if value is None and shape is None:
+                    ndim = getattr(var.type, "ndim", None)
+                    if ndim == 0:
+                        known[var] = (np.asarray(size, dtype=var.type.dtype), (), "probe")
+                    elif ndim:
+                        known[var] = (None, (size,) * ndim, "probe")
+            results.append(self._evaluate(list(vars_), known))
+        return results
+
+    def _evaluate(self, todo, known):
+        ok, feeds, originals = [], {}, []
+        for var in todo:
+            if _is_constant(self.api, var):
+                continue
             resolved = self._resolve_shapes(var)
-            inputs = self._evaluable(resolved)
+            inputs = self._evaluable(resolved, known)
             if inputs is None:
                 continue
             ok.append(resolved)
             originals.append(var)
             feeds.update(inputs)
+        out = {v: self.value(v) if _is_constant(self.api, v) else None for v in todo}
         if not ok:
-            return
+            return out
         api = self.api
         free = [v for v in feeds if not isinstance(v, api.SharedVariable)]
         try:
@@ -406,10 +436,11 @@ class _Level:
                 on_unused_input="ignore",
             )
             results = fn(*[feeds[v] for v in free])
-        except Exception:  # an op without a Python implementation: keep formulas
-            return
+        except Exception:  # an op without a Python implementation, or a failed check
+            return out
         for var, res in zip(originals, results):
-            self._values[var] = _as_int(res)
+            out[var] = _as_int(res)
+        return out
 
     def _infer_shape(self, var, depth=0):
         """Symbolic shape of ``var``: the fgraph's ShapeFeature, else the op's infer_shape.
@@ -470,7 +501,7 @@ class _Level:
             var = api.clone_replace(var, replace=replace)
         return var
 
-    def _evaluable(self, var):
+    def _evaluable(self, var, known):
         """The inputs to feed to compute ``var``, or None when computing it is not safe.
 
         Safe means: no Scan and no array of two or more dimensions is computed, and every
@@ -493,7 +524,7 @@ class _Level:
                 if isinstance(v, api.SharedVariable):
                     feeds[v] = None
                     continue
-                value, shape, _ = self.known.get(v, (None, None, ""))
+                value, shape, _ = known.get(v, (None, None, ""))
                 if value is not None:
                     feeds[v] = value
                     continue
@@ -511,7 +542,7 @@ class _Level:
                 if not is_shape or inp.owner is not None:
                     stack.append(inp)
                     if inp.owner is None and not _is_constant(api, inp):
-                        val = self.known.get(inp, (None, None, ""))[0]
+                        val = known.get(inp, (None, None, ""))[0]
                         if not isinstance(inp, api.SharedVariable) and val is None:
                             return None  # data of an input we only know the shape of
                 elif inp.owner is None and not _is_constant(api, inp):
@@ -877,10 +908,14 @@ class _ScanPlan:
                         matches.append((off, p))
                 elif nbase == base and nbase != ("c", 0):
                     matches.append((k - nk, p))
+            if not matches and lead_val is None:
+                matches = self._probe_matches(lead, buf)
             if matches:
                 off, p = min(matches, key=lambda m: (m[0] < 0, abs(m[0]), m[1] is not self))
                 buf.leading_offset = off
                 buf.length_of = p.info["name"] or "scan_fn"
+                if lead_val is None and p is self:  # say it simply: it equals n_steps + k
+                    rdims[0].formula = "n_steps" if off == 0 else f"(n_steps{off:+d})"
         # provenance
         created, creator = _creator(self.api, outer_in) if role != "nit_sot" else (None, None)
         if role == "nit_sot":
@@ -900,6 +935,18 @@ class _ScanPlan:
         if outer_out is not None:
             buf.reads = _reads(self, outer_out, buf)
         return buf
+
+    def _probe_matches(self, lead, buf):
+        """(k, scan) pairs for which lead == n_steps + k under two made-up input sizes."""
+        lv = self.level
+        own = [self.n_steps]
+        (a, b) = lv.probe([lead] + own)
+        la, lb, na, nb = a.get(lead), b.get(lead), a.get(self.n_steps), b.get(self.n_steps)
+        if not all(isinstance(x, int) for x in (la, lb, na, nb)) or na == nb:
+            return []
+        if la - na == lb - nb and la - na >= 0:
+            return [(la - na, self)]
+        return []
 
     def _belongs_to(self, rec, role, i, creator, call):
         lv = self.level
@@ -1160,10 +1207,11 @@ def _reads(plan, outer_out, buf) -> list[R.Read]:
     # (variable, time axis, rows of the original buffer it holds or None, via_dimshuffle)
     # The scan output itself holds the whole buffer in Theano; in PyTensor too. Steps are
     # counted from the end, so an index k < 0 on any view that keeps the end reads row lead+k.
-    stack = [(outer_out, 0, rows0, False, 0)]
+    # end: the view still ends at the buffer's last row (so a negative index counts from it)
+    stack = [(outer_out, 0, rows0, False, 0, True)]
     seen = set()
     while stack:
-        v, axis, rows, via_ds, depth = stack.pop()
+        v, axis, rows, via_ds, depth, end = stack.pop()
         if id(v) in seen or depth > 12:
             continue
         seen.add(id(v))
@@ -1192,7 +1240,11 @@ def _reads(plan, outer_out, buf) -> list[R.Read]:
                     ):
                         reads.append(R.Read("recent", opname, f"rows {_rows_str(new_rows)}", via_ds, site))
                         continue
-                    stack.append((node.outputs[0], axis - dropped, new_rows, via_ds, depth + 1))
+                    if rows is None and end and isinstance(s.start, int) and s.start < 0 and s.stop is None and s.step in (None, 1) and -s.start <= buf.needed_rows:
+                        reads.append(R.Read("recent", opname, f"last {-s.start} rows", via_ds, site))
+                        continue
+                    keeps_end = end and s.stop is None and s.step in (None, 1)
+                    stack.append((node.outputs[0], axis - dropped, new_rows, via_ds, depth + 1, keeps_end))
                     continue
                 i = lv.value(ent) if not isinstance(ent, int) else ent
                 if isinstance(i, int):
@@ -1204,7 +1256,7 @@ def _reads(plan, outer_out, buf) -> list[R.Read]:
                             continue
                         kind = "recent" if row >= len(rows0) - buf.needed_rows else "rows"
                         reads.append(R.Read(kind, opname, f"row {row} of {len(rows0)}", via_ds, site))
-                    elif i < 0 and depth == 0:
+                    elif i < 0 and end and -i <= buf.needed_rows:
                         reads.append(R.Read("recent", opname, f"index {i}", via_ds, site))
                     else:
                         reads.append(R.Read("opaque", opname, f"index {i}", via_ds, site))
@@ -1214,12 +1266,12 @@ def _reads(plan, outer_out, buf) -> list[R.Read]:
             if opname == "DimShuffle" and pos == 0:
                 order = list(op.new_order)
                 if axis in order:
-                    stack.append((node.outputs[0], order.index(axis), rows, True, depth + 1))
+                    stack.append((node.outputs[0], order.index(axis), rows, True, depth + 1, end))
                 else:
                     reads.append(R.Read("recent", opname, "time axis dropped", True, site))
                 continue
             if opname in _PASS_THROUGH:
-                stack.append((node.outputs[0], axis, rows, via_ds, depth + 1))
+                stack.append((node.outputs[0], axis, rows, via_ds, depth + 1, end))
                 continue
             if isinstance(op, api.Scan):
                 kind, sname = _role_in_scan(plan, node, pos)

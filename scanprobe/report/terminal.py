@@ -67,9 +67,9 @@ def render(report, out, color=None) -> None:
         rows.sort(key=lambda r: -r[0])
         for _, s, b, v in rows:
             hist = _history_cell(v)
-            size = human_bytes(b.bytes) if b.bytes is not None else b.bytes_formula()
+            size = human_bytes(b.bytes) if b.bytes is not None else _short(b.bytes_formula())
             bt.add_row(
-                f"#{s.id}", b.role, escape(b.belongs_to), escape(b.shape_formula()), b.dtype, escape(size), hist
+                f"#{s.id}", b.role, escape(b.belongs_to), escape(_short(b.shape_formula())), b.dtype, escape(size), hist
             )
         con.print(bt)
         unknown = [i.label for i in t.inputs if i.shape is None and i.source == "unknown"]
@@ -82,7 +82,7 @@ def render(report, out, color=None) -> None:
             if v and v.status == "full" and v.verdict in ("needed", "inherent"):
                 con.print(
                     f"  [green]kept[/] {escape(b.belongs_to)} of `{escape(s.name)}` "
-                    f"({human_bytes(b.bytes) if b.bytes is not None else escape(b.bytes_formula())}): "
+                    f"({human_bytes(b.bytes) if b.bytes is not None else escape(_short(b.bytes_formula()))}): "
                     + escape("; ".join(v.why))
                 )
     con.print()
@@ -105,6 +105,10 @@ def render(report, out, color=None) -> None:
         )
     else:
         con.print(f"[bold green]no findings[/] in {len(report.targets)} target{'s' if len(report.targets) != 1 else ''}")
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _history_cell(v) -> str:

@@ -56,7 +56,10 @@ class FullHistoryBuffer(Rule):
             length = f"n_steps{buf.leading_offset:+d}" if buf.leading_offset else "n_steps"
             if buf.length_of and buf.length_of != scan.name:
                 length += f" of `{buf.length_of}`"
-            rows = f"{lead.value} rows ({length})" if lead.value is not None else f"{length} rows"
+            if lead.value is not None:
+                rows = f"{lead.value} rows ({length})"
+            else:
+                rows = f"{length} rows (n_steps = {scan.n_steps.formula})"
             size = human_bytes(buf.bytes) if buf.bytes is not None else buf.bytes_formula()
             msg = f"{buf.belongs_to} in scan `{scan.name}` keeps every step: {rows}, {size}"
             fix = self._fix(target, v)

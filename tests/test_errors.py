@@ -1,0 +1,107 @@
+"""Every bad input: a one-line message naming the problem, a hint, exit code 2, no traceback."""
+
+import pytest
+
+from conftest import BACKEND, FIXTURES, ROOT, scanprobe
+
+
+def _error(res):
+    assert res.rc == 2, res
+    lines = res.err.strip().splitlines()
+    assert lines[0].startswith("error: "), res
+    assert any(line.startswith("hint: ") for line in lines), res
+    assert "Traceback" not in res.err, res
+    return res.err
+
+
+def test_missing_file(backend):
+    err = _error(scanprobe("inspect", "no/such/model.py"))
+    assert "no such file: no/such/model.py" in err
+
+
+def test_not_a_python_file(backend):
+    err = _error(scanprobe("inspect", ROOT / "pyproject.toml"))
+    assert "is not a Python file" in err
+
+
+def test_syntax_error_names_file_and_line(backend):
+    err = _error(scanprobe("inspect", FIXTURES / "bad_syntax_error.py"))
+    assert "bad_syntax_error.py:3: syntax error" in err
+
+
+def test_exception_in_user_code_shows_user_frames(backend):
+    err = _error(scanprobe("inspect", FIXTURES / "bad_raises.py"))
+    assert "NameError" in err and "undefined_name" in err
+    assert "bad_raises.py:6 in build_cost" in err
+    assert "bad_raises.py:10 in <module>" in err
+
+
+def test_module_that_compiles_nothing(backend):
+    err = _error(scanprobe("inspect", FIXTURES / "bad_compiles_nothing.py"))
+    assert "compiled no function" in err
+    assert "__main__" in err
+
+
+def test_sys_exit_in_user_code(backend):
+    err = _error(scanprobe("inspect", FIXTURES / "bad_exits.py"))
+    assert "SystemExit(3)" in err
+
+
+def test_unknown_target_lists_targets(backend):
+    err = _error(scanprobe("inspect", f"{FIXTURES / 'two_targets.py'}:nope"))
+    assert "no target 'nope'" in err
+    assert "total" in err and "two_targets.py:8" in err
+
+
+def test_functions_compiled_only_in_libraries(backend):
+    err = _error(scanprobe("inspect", FIXTURES / "bad_library_only.py"))
+    assert "only inside libraries" in err and "--include-library" in err
+    res = scanprobe("inspect", FIXTURES / "bad_library_only.py", "--include-library", "--format", "json")
+    assert res.rc == 0, res
+    assert len(res.json()["targets"]) == 1
+
+
+def test_seed001_function_called_inside_scan(backend):
+    err = _error(scanprobe("inspect", FIXTURES / "bad_seed001_function_in_scan.py"))
+    assert "TypeError" in err
+    assert "bad_seed001_function_in_scan.py:12 in step" in err
+    assert "clone" in err and "OpFromGraph" in err
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("x=abc", "bad shape"),
+        ("nonsense", "bad --input"),
+        ("x=3:floatish", "bad dtype"),
+        ("nope=3", "no input named 'nope'"),
+        ("x=3x3", "has 1 dimension"),
+        ("x=3:int32", "is float64, not int32"),
+    ],
+)
+def test_bad_input_specs(backend, spec, message):
+    err = _error(scanprobe("inspect", FIXTURES / "two_targets.py", "--input", spec))
+    assert message in err
+
+
+def test_scalar_input_needs_a_value(backend):
+    err = _error(scanprobe("inspect", FIXTURES / "taps_multi.py", "--input", "n=3x4"))
+    assert "is a scalar; give its value" in err
+
+
+def test_bad_mode(backend):
+    err = _error(scanprobe("inspect", FIXTURES / "two_targets.py", "--mode", "FASTEST"))
+    assert "unknown mode 'FASTEST'" in err
+
+
+def test_backend_not_installed(backend):
+    other = "pytensor" if BACKEND == "theano" else "theano"
+    err = _error(scanprobe("inspect", FIXTURES / "two_targets.py", "--backend", other))
+    assert f"{other} is not installed" in err
+
+
+def test_json_error_envelope(backend):
+    res = scanprobe("inspect", "missing.py", "--format", "json")
+    assert res.rc == 2
+    body = res.json()
+    assert body["error"]["exit_code"] == 2 and "no such file" in body["error"]["message"]
