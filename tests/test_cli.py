@@ -1,0 +1,63 @@
+"""The command line itself: instant help without a backend, rules, the JSON contract."""
+
+import json
+import subprocess
+import sys
+
+from conftest import ROOT, SAMPLES, child_env, scanprobe
+from scanprobe import REPORT_SCHEMA
+
+
+def test_help_imports_no_backend():
+    code = (
+        "import sys; from click.testing import CliRunner; from scanprobe.cli import main;"
+        "r = CliRunner().invoke(main, ['inspect', '--help']); assert r.exit_code == 0, r.output;"
+        "heavy = [m for m in ('theano', 'pytensor', 'numpy', 'rich') if m in sys.modules];"
+        "print(heavy)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+def test_help_text():
+    res = scanprobe("--help")
+    assert res.rc == 0 and "inspect" in res.out and "Exit codes" in res.out
+    res = scanprobe("inspect", "--help")
+    assert "FILE[:TARGET]" in res.out and "--input" in res.out
+
+
+def test_rules_command():
+    res = scanprobe("rules")
+    assert res.rc == 0 and "SP001" in res.out
+    res = scanprobe("rules", "SP001")
+    assert "## Why is this bad?" in res.out and "25.2 GB" in res.out
+    res = scanprobe("rules", "SP999")
+    assert res.rc == 2 and "no rule" in res.err
+
+
+def test_json_contract_keys(backend):
+    res = scanprobe("inspect", SAMPLES / "seed000_pixel_loop.py", "--mode", "FAST_COMPILE", "--format", "json")
+    rep = res.json()
+    assert rep["schema"] == REPORT_SCHEMA == "scanprobe.report/1"
+    assert sorted(rep) == ["backend", "file", "findings", "notes", "scanprobe", "schema", "summary", "targets"]
+    assert sorted(rep["summary"]) == ["exit_code", "findings", "removable_bytes", "targets"]
+    target = rep["targets"][0]
+    assert sorted(target) == [
+        "analysis_seconds", "compile_seconds", "inputs", "mode", "n_nodes", "name", "scans", "site",
+    ]
+    buf = target["scans"][0]["buffers"][0]
+    for key in ("role", "dims", "shape", "bytes", "bytes_formula", "dtype", "status", "verdict", "why",
+                "belongs_to", "created_by", "created_site", "leading_offset", "reads"):
+        assert key in buf
+    finding = rep["findings"][0]
+    assert sorted(finding) == [
+        "bytes", "code", "explanation", "fix", "message", "name", "scan", "severity", "site", "target",
+    ]
+    # keys are sorted in the output (a stable contract for diffs)
+    assert res.out == json.dumps(rep, indent=2, sort_keys=True, default=str) + "\n"
+
+
+def test_exit_zero(backend):
+    res = scanprobe("inspect", SAMPLES / "seed000_pixel_loop.py", "--mode", "FAST_COMPILE", "--exit-zero")
+    assert res.rc == 0 and "SP001" in res.out

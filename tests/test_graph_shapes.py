@@ -1,0 +1,88 @@
+"""Varied graphs: nested scans, while-scans, taps, transposes, truncated gradients, excluded rewrites."""
+
+from conftest import BACKEND, FIXTURES, scanprobe
+from helpers import buffers, findings
+
+
+def report(name, *args):
+    res = scanprobe("inspect", FIXTURES / name, "--format", "json", *args)
+    assert res.rc in (0, 1), res
+    return res.json()
+
+
+def test_nested_scan_inner_sizes_come_from_outer_shapes(backend):
+    rep = report("nested.py", "--input", "x=100x4")
+    scans = rep["targets"][0]["scans"]
+    outer = next(s for s in scans if s["parent"] is None)
+    inner = next(s for s in scans if s["parent"] == outer["id"])
+    assert outer["n_steps"]["value"] == 100 and inner["n_steps"]["value"] == 5
+    inner_state = next(b for b in inner["buffers"] if b["role"] == "sit_sot")
+    assert inner_state["shape"] == [6, 4] and inner_state["bytes"] == 6 * 4 * 8
+    assert {f["scan"] for f in findings(rep)} == {"scan_fn"} and len(findings(rep)) == 2
+
+
+def test_nested_scan_without_shapes_stays_symbolic(backend):
+    rep = report("nested.py")
+    outer_state = next(b for b in buffers(rep) if b["belongs_to"] == "recurrent state `acc`")
+    assert outer_state["bytes"] is None
+    assert "n_steps" in outer_state["dims"][0]["formula"]
+    assert outer_state["leading_offset"] == 1
+
+
+def test_while_scan_buffer_is_sized_by_the_upper_bound(backend):
+    rep = report("while_scan.py")
+    scan = rep["targets"][0]["scans"][0]
+    assert scan["as_while"] is True and scan["n_steps"]["value"] == 1000
+    (f,) = findings(rep)
+    assert f["bytes"] == 1001 * 8
+
+
+def test_mit_sot_taps_and_given_values(backend):
+    rep = report("taps_multi.py")
+    last = [b for b in buffers(rep, "last") if b["role"] == "mit_sot"]
+    assert last[0]["taps"] == [-2, -1] and last[0]["shape"] == [102] and last[0]["leading_offset"] == 2
+    assert [i["source"] for i in rep["targets"][0]["inputs"]] == ["SCANPROBE_INPUTS", "SCANPROBE_INPUTS"]
+    (f,) = findings(rep)
+    assert f["target"] == "last"
+    full_output = [b for b in buffers(rep, "everything") if b["role"] == "mit_sot"]
+    assert full_output[0]["verdict"] == "needed"
+    assert any("returned by the function" in w for w in full_output[0]["why"])
+
+
+def test_scalar_input_value_from_command_line(backend):
+    rep = report("taps_multi.py", "--input", "n=1000")
+    last = [b for b in buffers(rep, "last") if b["role"] == "mit_sot"]
+    assert last[0]["shape"] == [1002]
+
+
+def test_index_behind_a_transpose(backend):
+    rep = report("transposed_index.py", "--input", "x=20x8")
+    (state,) = [b for b in buffers(rep) if b["role"] in ("sit_sot", "untraced")]
+    if BACKEND == "theano":
+        # Theano's save-mem cannot see through the transpose: the whole history stays
+        assert state["verdict"] == "removable" and state["shape"] == [20, 8]
+        assert any("DimShuffle" in w for w in state["why"])
+    else:
+        # PyTensor's rewrites handle it: a state without history
+        assert state["status"] == "reduced"
+
+
+def test_truncated_gradient_buffers(backend):
+    rep = report("truncated.py", "--input", "x=100x6")
+    acc = [b for b in buffers(rep) if "gradient accumulator of non_sequence `W`" in b["belongs_to"]]
+    assert acc and acc[0]["shape"] == [11, 6, 6] and acc[0]["verdict"] == "removable"
+    mit_mot = [b for b in buffers(rep) if b["role"] == "mit_mot"]
+    assert mit_mot and mit_mot[0]["shape"] == [101, 6] and mit_mot[0]["verdict"] == "inherent"
+    forward = [b for b in buffers(rep) if b["belongs_to"] == "recurrent state `h`"]
+    assert forward[0]["verdict"] == "needed"
+    assert any("backward pass" in w for w in forward[0]["why"]) or BACKEND == "pytensor"
+
+
+def test_save_mem_excluded_by_the_users_mode(backend):
+    rep = report("excluded.py")
+    (f,) = findings(rep)
+    assert f["target"] == "grad_table"
+    assert "`table`" in f["message"] and f["bytes"] == 31 * 30 * 5 * 4
+    assert any("excluded by the mode" in e for e in f["explanation"])
+    default = [b for b in buffers(rep, "grad_table_default") if "`table`" in b["belongs_to"]]
+    assert default and default[0]["status"] == "reduced"
