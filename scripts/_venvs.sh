@@ -15,7 +15,8 @@ _make_venv() {  # dir, extra
     "$PY" -m venv "$dir"
     "$dir/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT[$extra,test]" 2>&1 \
       | grep -v "^WARNING: Location" >&2 || true
-    "$dir/bin/python" -c "import scanprobe, $extra" || { echo "could not install $extra in $dir" >&2; exit 2; }
+    "$dir/bin/python" -c "import importlib.util as u, scanprobe; assert u.find_spec('$extra')" \
+      || { echo "could not install $extra in $dir" >&2; exit 2; }
     touch "$dir/.scanprobe-ready"
   fi
 }
