@@ -67,6 +67,7 @@ def knowledge_for(cap, fgraph_inputs, module_inputs: dict, specs: list[InputSpec
         dtype = str(getattr(var.type, "dtype", ""))
         candidates = {label, f"#{i}"} | ({user_var.name} if getattr(user_var, "name", None) else set())
         given = [k for k in module_inputs if k in candidates]
+        used.update(f"SCANPROBE_INPUTS:{k}" for k in given)
         if given:
             value = np.asarray(module_inputs[given[0]])
             out[i] = (value, tuple(value.shape), "SCANPROBE_INPUTS")

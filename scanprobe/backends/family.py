@@ -833,7 +833,9 @@ class _ScanPlan:
             name = call.non_sequence_name(self.w.session, v, i, len(self.args.outer_in_non_seqs))
             if name:
                 return name
-        root = _strip_to_root(self.api, v)
+        if role in ("mit_mot", "mit_sot", "sit_sot"):
+            return "(buffer, below)"
+        root = _strip_to_root(self.api, v, through_subtensor=role == "sequence")
         if root is not None and root.owner is None and not _is_constant(self.api, root):
             return self.w.label_of(root, lv)
         if getattr(v, "name", None):
@@ -1128,12 +1130,17 @@ def _creator(api, var):
     return None, None
 
 
-def _strip_to_root(api, var):
+def _strip_to_root(api, var, through_subtensor=False):
     seen = 0
     while var is not None and var.owner is not None and seen < 20:
         seen += 1
         name = type(var.owner.op).__name__
-        if name in _PASS_THROUGH or name in ("DimShuffle",) or _op_name(var.owner.op) in ("Cast", "Identity"):
+        if (
+            name in _PASS_THROUGH
+            or name in ("DimShuffle",)
+            or _op_name(var.owner.op) in ("Cast", "Identity")
+            or (through_subtensor and isinstance(var.owner.op, api.Subtensor))
+        ):
             var = var.owner.inputs[0]
             continue
         break

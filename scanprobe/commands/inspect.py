@@ -102,6 +102,11 @@ def run_inspect(
         report.verdicts[target.name] = verdicts
         for rule in RULES:
             report.findings.extend(rule.check(target, verdicts))
+    stray = [k for k in module_inputs if f"SCANPROBE_INPUTS:{k}" not in used]
+    if stray:
+        report.notes.append(
+            f"SCANPROBE_INPUTS names {', '.join(map(repr, stray))}, which no analysed target takes as an input"
+        )
     unused = [s for s in specs if s.text not in used]
     if unused:
         labels = sorted({lab for cap in selected for lab in cap.explicit_labels()})

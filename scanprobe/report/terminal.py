@@ -56,6 +56,9 @@ def render(report, out, color=None) -> None:
             n = str(s.n_steps.value) if s.n_steps.value is not None else s.n_steps.formula
             st.add_row(f"#{s.id} {escape(s.name)}", escape(n), kind, escape(s.site.short() if s.site else "?"))
         con.print(st)
+        for s in t.scans:
+            parts = [f"{i.role} {i.label}" for i in s.inputs if i.role != "n_steps"]
+            con.print(f"  [dim]#{s.id} inputs: {escape(_short('; '.join(parts), 140))}[/]")
         bt = Table(show_edge=False, pad_edge=False)
         for col in ("scan", "role", "belongs to", "shape", "dtype", "bytes", "history"):
             bt.add_column(col, justify="right" if col == "bytes" else "left")
