@@ -86,3 +86,10 @@ def test_save_mem_excluded_by_the_users_mode(backend):
     assert any("excluded by the mode" in e for e in f["explanation"])
     default = [b for b in buffers(rep, "grad_table_default") if "`table`" in b["belongs_to"]]
     assert default and default[0]["status"] == "reduced"
+
+
+def test_shapes_from_test_values(backend):
+    rep = report("given_test_values.py")
+    assert rep["targets"][0]["inputs"][0]["source"] == "test value"
+    (f,) = findings(rep)
+    assert f["bytes"] == 41 * 3 * 8
