@@ -7,6 +7,10 @@ real size (SEED000_SIZE=real: 2000 images of 3x32x32, 1024 steps) that is
 Alloc(0.0, 1025, 2000, 3, 32, 32): 25.2 GB per non_sequence, 50.4 GB in all, unless the save-mem
 rewrite runs (FAST_RUN does; FAST_COMPILE does not).
 
+The asker's Theano of 2016 did not shrink these buffers even in FAST_RUN (fixed since); the
+sample compiles in FAST_COMPILE to reproduce what they saw (SEED000_MODE=FAST_RUN, or
+`scanprobe inspect --mode FAST_RUN`, shows the fixed behaviour).
+
 Sizes: SEED000_SIZE=small (default: 8 images, 8x8), scaled (32 images, 32x32), real.
 """
 
@@ -46,7 +50,7 @@ pixel_costs = th.scan(
 cost = T.sum(pixel_costs)
 g_images, g_bias = T.grad(cost, [images, bias])
 
-cost_and_grads = th.function([], [cost, g_images, g_bias])
+cost_and_grads = th.function([], [cost, g_images, g_bias], mode=os.environ.get("SEED000_MODE", "FAST_COMPILE"))
 
 if __name__ == "__main__":
     c, gi, gb = cost_and_grads()

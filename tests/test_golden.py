@@ -13,6 +13,7 @@ from conftest import BACKEND, ROOT, SAMPLES, scanprobe
 CASES = [
     ("seed000_pixel_loop.py", ["--mode", "FAST_COMPILE"]),
     ("seed000_pixel_loop.py", []),
+    ("seed000_pixel_loop.py", ["--mode", "FAST_RUN"]),
     ("seed000_pixel_loop_clean.py", []),
     ("rnn_bptt.py", []),
     ("rnn_bptt.py", ["--mode", "FAST_COMPILE"]),

@@ -47,7 +47,7 @@ def test_real_size_predicted_without_allocating(backend):
 
 
 def test_fast_run_has_no_finding_and_lists_reduced_buffers(backend):
-    res = scanprobe("inspect", SAMPLE, "--format", "json")
+    res = scanprobe("inspect", SAMPLE, "--mode", "FAST_RUN", "--format", "json")
     assert res.rc == 0, res
     rep = res.json()
     assert findings(rep) == []
@@ -57,6 +57,14 @@ def test_fast_run_has_no_finding_and_lists_reduced_buffers(backend):
     for b in reduced:
         assert b["bytes"] is not None and b["bytes"] <= 2 * 8 * 3 * 8 * 8 * 4
         assert "gradient accumulator of non_sequence" in b["belongs_to"]
+
+
+def test_module_mode_is_analysed_without_mode_option(backend):
+    rep = scanprobe("inspect", SAMPLE, "--format", "json").json()
+    assert rep["targets"][0]["mode"]["name"] == "FAST_COMPILE" and not rep["targets"][0]["mode"]["from_cli"]
+    assert len(findings(rep)) == 2
+    rep = scanprobe("inspect", SAMPLE, "--format", "json", env={"SEED000_MODE": "FAST_RUN"}).json()
+    assert findings(rep) == []
 
 
 def test_clean_variant_has_no_scan(backend):
