@@ -6,6 +6,7 @@ from conftest import SAMPLES, scanprobe
 from helpers import buffers, findings
 
 SAMPLE = SAMPLES / "seed000_pixel_loop.py"
+GRAD_LINE = next(i for i, line in enumerate(SAMPLE.read_text().splitlines(), 1) if "T.grad(" in line)
 CLEAN = SAMPLES / "seed000_pixel_loop_clean.py"
 
 
@@ -22,7 +23,7 @@ def test_fast_compile_finds_both_gradient_accumulators(backend):
         assert f["scan"] == "grad_of_scan_fn"
         assert f["bytes"] == 65 * 8 * 3 * 8 * 8 * 4
         assert "65 rows (n_steps+1)" in f["message"]
-        assert f["site"]["line"] == 47 and "T.grad" in f["site"]["code"]
+        assert f["site"]["line"] == GRAD_LINE and "T.grad" in f["site"]["code"]
         assert any("FAST_COMPILE does not run the save-mem rewrite" in e for e in f["explanation"])
     full = [b for b in buffers(rep) if b["status"] == "full" and b["verdict"] == "removable"]
     assert {tuple(b["shape"]) for b in full} == {(65, 8, 3, 8, 8)}
