@@ -113,6 +113,64 @@ def inspect_cmd(spec, backend, mode, inputs, fmt, include_library, color, exit_z
     sys.exit(0 if exit_zero else report.exit_code)
 
 
+@main.command("profile")
+@click.argument("spec", metavar="FILE[:TARGET]")
+@click.option("--backend", type=click.Choice(["theano", "pytensor"]), help="Default: what FILE imports.")
+@click.option("--mode", help="Compile targets in this mode instead of their own.")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=SHAPE[:DTYPE]",
+              help="An explicit input: random data of this shape (seeded), or a scalar's value.")
+@click.option("--runs", type=click.IntRange(1), default=3, show_default=True, help="Timed calls after a warm-up.")
+@click.option("--timeout", type=float, default=600, show_default=True, help="Seconds before the run is stopped.")
+@click.option("--memory-limit", metavar="SIZE", help="e.g. 8GiB: refuse to start above it (predicted), stop above it (measured).")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
+@click.option("--no-node-profile", is_flag=True, help="Skip the profiled twin run (per-node and per-buffer figures).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--color/--no-color", default=None)
+def profile_cmd(spec, backend, mode, inputs, runs, timeout, memory_limit, device, no_node_profile, fmt, color):
+    """Run FILE's targets in a child process: measured memory and time beside the prediction.
+
+    Before running, the predicted peak (scan buffers + inputs) is compared with the memory
+    available and --memory-limit; a target that would not fit is refused with both figures.
+    A crash, a MemoryError, a hang past --timeout or memory past --memory-limit ends the child,
+    not scanprobe: exit code 2 with the cause.
+    """
+    from scanprobe.commands.profile import run_profile
+    from scanprobe.errors import ScanprobeError
+
+    try:
+        limit = None
+        if memory_limit:
+            from scanprobe.analysis.sizes import parse_bytes
+
+            try:
+                limit = parse_bytes(memory_limit)
+            except ValueError:
+                raise ScanprobeError(f"bad --memory-limit {memory_limit!r}", hint="write e.g. 512MiB, 8GiB or 2GB") from None
+        with _Progress(sys.stderr.isatty()) as progress:
+            prof = run_profile(spec, backend, mode, inputs, runs, timeout, limit, device, not no_node_profile, progress)
+    except ScanprobeError as err:
+        _fail(err, fmt, color)
+        return
+    except Exception as exc:
+        if os.environ.get("SCANPROBE_DEBUG"):
+            raise
+        _fail(_internal(exc), fmt, color)
+        return
+    if fmt == "json":
+        import json
+
+        json.dump(prof, sys.stdout, indent=2, sort_keys=True, default=str)
+        sys.stdout.write("\n")
+    else:
+        from scanprobe.report import profile_terminal
+
+        profile_terminal.render(prof, sys.stdout, color=color)
+    if prof["error"] and fmt == "json":
+        click.echo(f"error: {prof['error']['message']}", err=True)
+        click.echo(f"hint: {prof['error'].get('hint', '')}", err=True)
+    sys.exit(prof["summary"]["exit_code"])
+
+
 @main.command("rules")
 @click.argument("code", required=False)
 def rules_cmd(code):

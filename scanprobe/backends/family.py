@@ -118,9 +118,11 @@ class FamilyBackend(Backend):
             return f"default (optimizer={cfg.optimizer}, linker={cfg.linker})"
         return cfg.mode
 
-    def build(self, captured, mode_override):
+    def build(self, captured, mode_override, profile=None):
         """Run the backend's own ``function`` on the captured arguments up to linking."""
         kwargs = dict(captured.kwargs)
+        if profile is not None:
+            kwargs["profile"] = profile
         args = list(captured.args)
         user_mode = kwargs.pop("mode", None)
         if len(args) > 2:  # mode passed positionally: function(inputs, outputs, mode, ...)
@@ -225,6 +227,7 @@ class FamilyBackend(Backend):
         )
         target.scans = walker.scans()
         target.analysis_seconds = time.perf_counter() - t0
+        built.buffer_vars = walker.buffer_vars
         return target
 
     # ------------------------------------------------------------------ per-backend lookups
@@ -285,8 +288,12 @@ class GraphWalker:
 
     # -------------------------------------------------------------- setup
     def _clone_with_shapes(self, fgraph):
-        fg, _ = fgraph.clone_get_equiv(check_integrity=False, attach_feature=False)
+        fg, equiv = fgraph.clone_get_equiv(check_integrity=False, attach_feature=False)
         fg.attach_feature(self.api.ShapeFeature())
+        #: clone variable -> the function's own variable (to match profiler records)
+        self.original_of = {new: old for old, new in equiv.items()}
+        #: (scan id, role, index) -> the function's variable holding that buffer (top level)
+        self.buffer_vars = {}
         return fg
 
     def input_infos(self) -> list[R.InputInfo]:
@@ -532,8 +539,8 @@ class _Level:
                     return None
                 feeds[v] = ("shape-only", shape)
                 continue
-            if isinstance(node.op, api.Scan):
-                return None
+            if isinstance(node.op, api.Scan) or type(node.op).__name__ not in _SHAPE_ARITHMETIC:
+                return None  # never run the model's own ops (or anything costly) to size it
             for out in node.outputs:
                 if getattr(out.type, "ndim", 0) >= 2:
                     return None
@@ -670,6 +677,18 @@ class _Level:
             p.walk_inner()
 
 
+#: Ops that may be evaluated to size a buffer: shape arithmetic on scalars and shape vectors,
+#: and reductions of known (shared or given) vectors. Anything else keeps the size symbolic.
+_SHAPE_ARITHMETIC = frozenset(
+    {
+        "Shape", "Shape_i", "MakeVector", "Elemwise", "ScalarFromTensor", "TensorFromScalar",
+        "Subtensor", "DimShuffle", "Join", "Assert", "CheckAndRaise", "SpecifyShape",
+        "Rebroadcast", "Unbroadcast", "Sum", "Prod", "Max", "Min", "CAReduce",
+        "ScalarOp", "Composite", "Second",
+    }
+)
+
+
 def _ancestor_nodes(outputs):
     seen, stack, nodes = set(), list(outputs), []
     while stack:
@@ -793,6 +812,10 @@ class _ScanPlan:
             rec.buffers.append(self._buffer(rec, role, i, outer_in, outer_out, dims, nsteps_keys, call))
         self.record = rec
         w._scans.append(rec)
+        if lv.parent is None:
+            for role, i, outer_in, outer_out, dims in self.buffers:
+                var = outer_out if role == "nit_sot" else outer_in
+                w.buffer_vars[(rec.id, role, i)] = w.original_of.get(var, var)
 
     # ---------------------------------------------------------------- details
     def _scan_site(self):

@@ -41,8 +41,13 @@ def run_inspect(
     inputs: tuple[str, ...] = (),
     include_library: bool = False,
     progress=None,
+    keep: list | None = None,
 ):
-    """Analyse every target of a user module; returns a ``report.Report``."""
+    """Analyse every target of a user module; returns a ``report.Report``.
+
+    ``keep``, when given, receives ``(session, captured, built, target)`` for each target (the
+    profiler runs what was analysed, in the same process).
+    """
     from scanprobe.analysis.history import classify
     from scanprobe.backends import resolve
     from scanprobe.inputs import knowledge_for, parse_input_spec
@@ -98,6 +103,8 @@ def run_inspect(
         step(f"analysing {cap.label}")
         target = backend.analyse(built, cap, knowledge, session)
         verdicts = classify(target)
+        if keep is not None:
+            keep.append((session, cap, built, target))
         report.targets.append(target)
         report.verdicts[target.name] = verdicts
         for rule in RULES:

@@ -1,0 +1,1 @@
+"""Running user targets: in a child process, supervised for memory and time."""

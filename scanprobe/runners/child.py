@@ -1,0 +1,273 @@
+"""The child process of ``scanprobe profile``: analyse, check the prediction, run, measure.
+
+Started by ``runners.supervise`` as ``python -m scanprobe.runners.child SPEC.json``. After each
+step it rewrites the result file, so a crash, a kill for memory or a timeout leaves what was
+measured so far and the step that was running.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import statistics
+import sys
+import time
+import tracemalloc
+import traceback
+
+import numpy as np
+
+from scanprobe.errors import ScanprobeError
+from scanprobe.records import to_plain
+from scanprobe.runners.memory import RssSampler, available_bytes, rss_bytes
+
+
+class Result:
+    def __init__(self, path):
+        self.path = path
+        self.data = {"targets": [], "notes": [], "error": None, "step": "starting"}
+
+    def step(self, text):
+        self.data["step"] = text
+        self.save()
+
+    def save(self):
+        with open(self.path, "w") as fh:
+            json.dump(self.data, fh, default=str)
+
+
+def _values(cap, built, target, module_inputs, specs):
+    """Arrays for the explicit inputs: given values, else seeded random data of a given shape."""
+    from scanprobe.inputs import knowledge_for
+
+    fg_inputs = built.maker.fgraph.inputs
+    known = knowledge_for(cap, fg_inputs, module_inputs, specs, set())
+    labels = cap.explicit_labels()
+    rng = np.random.default_rng(0)
+    values, missing = [], []
+    for i, var in enumerate(cap.explicit_inputs()):
+        value, shape, source = known.get(i, (None, None, "unknown"))
+        dtype = str(var.type.dtype)
+        if value is None and shape is not None:
+            if dtype.startswith("float"):
+                value = rng.standard_normal(shape).astype(dtype)
+            else:
+                value = np.zeros(shape, dtype=dtype)
+        if value is None:
+            missing.append((labels[i], var))
+            continue
+        values.append(np.asarray(value, dtype=dtype))
+    if missing:
+        names = ", ".join(f"{lab} ({getattr(v.type, 'ndim', '?')}-d {v.type.dtype})" for lab, v in missing)
+        first, var = missing[0]
+        example = "x".join(["8"] * (var.type.ndim or 1)) if var.type.ndim else "10"
+        raise ScanprobeError(
+            f"{target.name} needs values for its inputs: {names}",
+            hint=f"give them with --input {first}={example} (random data of that shape) or "
+            "SCANPROBE_INPUTS = {...} in the module",
+        )
+    return values
+
+
+def _predicted_peak(target, values) -> tuple[int, list[str]]:
+    """Bytes that must coexist at least: every known scan buffer plus the inputs."""
+    total, parts = 0, []
+    for scan in target.scans:
+        if scan.parent is not None:
+            continue
+        for b in scan.buffers:
+            if b.bytes:
+                total += b.bytes
+    if total:
+        parts.append("scan buffers")
+    inputs = sum(int(v.nbytes) for v in values)
+    if inputs:
+        total += inputs
+        parts.append("inputs")
+    return total, parts
+
+
+def _measure(fn, values, runs):
+    """Wall time, RSS above the pre-call level (sampled), tracemalloc peak of one call.
+
+    The first call is a warm-up (timed on its own): JIT linkers (NUMBA) compile there, which
+    would hide the call's own memory. Memory is measured on the second call.
+    """
+    out = {}
+    t0 = time.perf_counter()
+    fn(*values)
+    out["first_call_s"] = time.perf_counter() - t0
+    rss0 = rss_bytes() or 0
+    maxrss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)
+    try:
+        with RssSampler() as sampler:
+            outputs = fn(*values)
+    finally:
+        sys.setswitchinterval(old)
+    maxrss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    out["rss_before_call"] = rss0
+    out["rss_peak_above_precall"] = max(0, sampler.peak - rss0)
+    out["rss_samples"] = sampler.samples
+    out["maxrss_growth"] = max(0, maxrss1 - maxrss0)
+    del outputs
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        fn(*values)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    out["tracemalloc_peak"] = peak
+    times = []
+    for _ in range(max(1, runs)):
+        t0 = time.perf_counter()
+        fn(*values)
+        times.append(time.perf_counter() - t0)
+    out["runs"] = len(times)
+    out["wall_median_s"] = statistics.median(times)
+    out["wall_min_s"] = min(times)
+    return out
+
+
+def _profiled_twin(backend, session, cap, built, target, module_inputs, specs, values):
+    """Per-node and per-buffer figures from a profiled twin on a VM linker.
+
+    The user's own function is measured unprofiled; the twin (same mode when its linker is a VM,
+    else the backend's CVM mode, e.g. for PyTensor's NUMBA, whose profiles are empty) is compiled
+    with memory profiling, analysed on its own graph, and run once.
+    """
+    from scanprobe.inputs import knowledge_for
+
+    api = backend.api
+    linker = target.mode.linker.lower()
+    vm_like = any(k in linker for k in ("vm", "cvm", "py", "stack", "loop"))
+    mode = built.mode if vm_like else api.get_mode("CVM")
+    label = built.mode_label if vm_like else "CVM (twin: the user's linker records no profile)"
+    cfg = api.config
+    old = (cfg.profile, cfg.profile_memory)
+    cfg.profile, cfg.profile_memory = True, True
+    try:
+        twin_built = backend.build(cap, mode, profile=True)
+        twin_built.mode_label = label
+        twin_target = backend.analyse(twin_built, cap, knowledge_for(cap, twin_built.maker.fgraph.inputs, module_inputs, specs, set()), session)
+        fn = backend.realize(twin_built)
+        fn(*values)
+    finally:
+        cfg.profile, cfg.profile_memory = old
+    prof = fn.profile
+    shapes = getattr(prof, "variable_shape", {}) or {}
+    apply_time = getattr(prof, "apply_time", {}) or {}
+
+    def nbytes(var):
+        shp = shapes.get(var)
+        if not isinstance(shp, tuple) or not hasattr(var.type, "dtype"):
+            return None
+        return int(np.prod(shp, dtype=np.int64)) * np.dtype(var.type.dtype).itemsize, list(shp)
+
+    buffers = []
+    for scan in twin_target.scans:
+        for b in scan.buffers:
+            var = twin_built.buffer_vars.get((b.scan_id, b.role, b.index))
+            got = nbytes(var) if var is not None else None
+            buffers.append(
+                {
+                    "scan": scan.name,
+                    "scan_id": scan.id,
+                    "role": b.role,
+                    "index": b.index,
+                    "belongs_to": b.belongs_to,
+                    "predicted_bytes": b.bytes,
+                    "predicted_shape": list(b.shape) if b.shape else None,
+                    "measured_bytes": got[0] if got else None,
+                    "measured_shape": got[1] if got else None,
+                }
+            )
+    nodes = []
+    for key, secs in apply_time.items():
+        node = key[1] if isinstance(key, tuple) else key
+        out_bytes = 0
+        for o in node.outputs:
+            got = nbytes(o)
+            out_bytes += got[0] if got else 0
+        nodes.append({"op": str(node.op)[:80], "seconds": float(secs), "output_bytes": out_bytes})
+    nodes.sort(key=lambda n: -n["output_bytes"])
+    scans = []
+    for key, secs in apply_time.items():
+        node = key[1] if isinstance(key, tuple) else key
+        if isinstance(node.op, api.Scan):
+            scans.append({"scan": node.op.name or "scan_fn", "seconds": float(secs)})
+    return {"mode": label, "buffers": buffers, "nodes": nodes[:12], "scans": scans, "target": to_plain(twin_target)}
+
+
+def main(spec_path: str) -> int:
+    with open(spec_path) as fh:
+        spec = json.load(fh)
+    result = Result(spec["result"])
+    from scanprobe.commands.inspect import run_inspect
+    from scanprobe.inputs import parse_input_spec
+    from scanprobe.report import json_report
+
+    keep: list = []
+    try:
+        result.step("loading and analysing")
+        report = run_inspect(
+            spec["spec"], spec.get("backend"), spec.get("mode"), tuple(spec.get("inputs", ())), False, None, keep
+        )
+        result.data["report"] = json_report.as_dict(report)
+        result.save()
+        specs = [parse_input_spec(s) for s in spec.get("inputs", ())]
+        limit = spec.get("memory_limit")
+        available = available_bytes()
+        for session, cap, built, target in keep:
+            entry = {"name": target.name}
+            result.data["targets"].append(entry)
+            module_inputs = session.module_inputs()
+            values = _values(cap, built, target, module_inputs, specs)
+            predicted, parts = _predicted_peak(target, values)
+            entry["predicted_peak"] = predicted
+            entry["predicted_parts"] = parts
+            entry["available"] = available
+            entry["memory_limit"] = limit
+            budget = min(x for x in (available, limit) if x) if (available or limit) else None
+            if budget is not None and predicted > budget:
+                entry["refused"] = True
+                result.save()
+                continue
+            result.step(f"compiling {target.name}")
+            t0 = time.perf_counter()
+            fn = session.realize(cap)
+            entry["link_seconds"] = time.perf_counter() - t0
+            result.data["rss_baseline"] = rss_bytes()  # --memory-limit counts from here
+            result.step(f"running {target.name}")
+            entry["measured"] = _measure(fn, values, spec.get("runs", 3))
+            result.save()
+            if spec.get("node_profile", True):
+                result.step(f"profiling {target.name}")
+                entry["profile"] = _profiled_twin(
+                    session.backend, session, cap, built, target, module_inputs, specs, values
+                )
+            result.step("done")
+        return 0
+    except ScanprobeError as err:
+        result.data["error"] = {"message": err.message, "hint": err.hint, "frames": [to_plain(f) for f in err.frames]}
+        result.save()
+        return 2
+    except MemoryError:
+        result.data["error"] = {"message": f"MemoryError while {result.data['step']}", "hint": "", "kind": "memory"}
+        result.save()
+        return 2
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        result.data["error"] = {
+            "message": f"{type(exc).__name__} while {result.data['step']}: {str(exc).splitlines()[0] if str(exc) else ''}",
+            "hint": "",
+            "traceback": "".join(tb[-6:]),
+        }
+        result.save()
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,80 @@
+"""Run the profiling child under a memory limit and a timeout; report what happened."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from scanprobe.runners.memory import rss_bytes
+
+
+def run_child(spec: dict, timeout: float, memory_limit: int | None, on_step=None) -> dict:
+    """Start ``scanprobe.runners.child``; kill it past ``timeout`` or above ``memory_limit`` RSS.
+
+    Returns the child's result file contents plus ``exit``: {"code", "signal", "killed_for",
+    "peak_rss"}. The user's code never runs in this process.
+    """
+    with tempfile.TemporaryDirectory(prefix="scanprobe-") as tmp:
+        spec = dict(spec, result=os.path.join(tmp, "result.json"))
+        spec_path = os.path.join(tmp, "spec.json")
+        with open(spec_path, "w") as fh:
+            json.dump(spec, fh)
+        log_path = os.path.join(tmp, "child.log")
+        with open(log_path, "w") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "scanprobe.runners.child", spec_path],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            killed_for, peak, step = None, 0, None
+            t0 = time.monotonic()
+            while proc.poll() is None:
+                rss = rss_bytes(proc.pid) or 0
+                peak = max(peak, rss)
+                current = _read(spec["result"])
+                # --memory-limit bounds what the run adds, counted from the child's level just
+                # before it calls the target (the interpreter, backend and compile are not the run)
+                baseline = current.get("rss_baseline")
+                if memory_limit and baseline is not None and rss - baseline > memory_limit:
+                    killed_for = "memory"
+                elif time.monotonic() - t0 > timeout:
+                    killed_for = "timeout"
+                if killed_for:
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    proc.wait()
+                    break
+                if on_step is not None and current.get("step") and current.get("step") != step:
+                    step = current["step"]
+                    on_step(step)
+                time.sleep(0.02)
+        data = _read(spec["result"])
+        with open(log_path, errors="replace") as fh:
+            log_text = fh.read()
+    code = proc.returncode
+    data["exit"] = {
+        "code": code,
+        "signal": -code if code is not None and code < 0 and killed_for is None else None,
+        "killed_for": killed_for,
+        "peak_rss": peak,
+        "rss_baseline": data.get("rss_baseline"),
+        "seconds": time.monotonic() - t0,
+    }
+    data["log_tail"] = log_text[-2000:]
+    return data
+
+
+def _read(path) -> dict:
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return {}

@@ -1,0 +1,97 @@
+"""scanprobe profile: measured beside predicted, refusals, and runs that go wrong."""
+
+import pytest
+
+from conftest import FIXTURES, SAMPLES, scanprobe
+
+SEED = SAMPLES / "seed000_pixel_loop.py"
+PREDICTED_SCALED = 2 * 1025 * 32 * 3 * 32 * 32 * 4  # two (n_steps+1) x 32x3x32x32 float32 buffers
+
+
+def profile(*args, env=None, timeout=600):
+    return scanprobe("profile", *args, "--format", "json", env=env, timeout=timeout)
+
+
+def test_scaled_seed000_fast_compile_measured_matches_prediction(backend):
+    res = profile(SEED, "--runs", "1", env={"SEED000_SIZE": "scaled"})
+    assert res.rc == 1, res  # two SP001 findings, no gap
+    prof = res.json()
+    (t,) = prof["targets"]
+    assert t["predicted_peak"] >= PREDICTED_SCALED
+    rss = t["measured"]["rss_peak_above_precall"]
+    assert abs(rss - PREDICTED_SCALED) / PREDICTED_SCALED < 0.10, (rss, PREDICTED_SCALED)
+    big = [b for b in t["profile"]["buffers"] if b["predicted_bytes"] == PREDICTED_SCALED // 2]
+    assert len(big) == 2 and all(b["measured_bytes"] == b["predicted_bytes"] for b in big)
+    assert t["gaps"] == [] and prof["summary"]["gaps"] == 0
+    assert t["measured"]["wall_median_s"] > 0 and t["measured"]["tracemalloc_peak"] > 0
+
+
+def test_scaled_seed000_fast_run_uses_a_fraction(backend):
+    res = profile(SEED, "--mode", "FAST_RUN", "--runs", "1", "--no-node-profile", env={"SEED000_SIZE": "scaled"})
+    assert res.rc == 0, res
+    (t,) = res.json()["targets"]
+    assert t["measured"]["rss_peak_above_precall"] < 0.05 * PREDICTED_SCALED
+
+
+def test_real_size_is_refused_before_running(backend):
+    res = profile(SEED, env={"SEED000_SIZE": "real"})
+    assert res.rc == 2, res
+    prof = res.json()
+    assert prof["error"]["kind"] == "refused"
+    assert "50.4 GB" in prof["error"]["message"] and "available on this machine" in prof["error"]["message"]
+    (t,) = prof["targets"]
+    assert t["refused"] and "measured" not in t and t["predicted_peak"] >= 50_380_800_000
+
+
+def test_memory_limit_refuses_what_would_not_fit(backend):
+    res = profile(SEED, "--memory-limit", "100MiB", env={"SEED000_SIZE": "scaled"})
+    assert res.rc == 2 and res.json()["error"]["kind"] == "refused"
+    assert "--memory-limit" in res.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "behaviour, kind, text",
+    [
+        ("raise", "error", "ValueError while running target: the model's own op failed"),
+        ("memoryerror", "memory", "MemoryError while running target"),
+        ("hang", "timeout", "still running after --timeout 8 s"),
+        ("crash", "crash", "crashed with signal 6"),
+        ("hog", "memory", "passed --memory-limit"),
+    ],
+)
+def test_runs_that_go_wrong_are_reported(backend, behaviour, kind, text):
+    res = profile(
+        FIXTURES / "run_behaviours.py", "--timeout", "8", "--memory-limit", "600MiB", "--no-node-profile",
+        env={"BEHAVIOUR": behaviour}, timeout=300,
+    )
+    assert res.rc == 2, res
+    err = res.json()["error"]
+    assert err["kind"] == kind and text in err["message"], err
+    assert err["hint"]
+
+
+def test_inspect_never_runs_the_models_ops(backend):
+    res = scanprobe("inspect", FIXTURES / "run_behaviours.py", env={"BEHAVIOUR": "hang"}, timeout=120)
+    assert res.rc == 1, res
+
+
+def test_missing_inputs_are_named_with_how_to_give_them(backend):
+    res = profile(FIXTURES / "two_targets.py:total", "--no-node-profile")
+    assert res.rc == 2, res
+    err = res.json()["error"]
+    assert "needs values for its inputs: x (1-d float64)" in err["message"]
+    assert "--input x=" in err["hint"]
+    res = profile(FIXTURES / "two_targets.py:total", "--input", "x=100", "--no-node-profile", "--runs", "1")
+    assert res.rc == 1, res  # runs; the SP001 finding of inspect stays
+    assert res.json()["targets"][0]["measured"]["runs"] == 1
+
+
+def test_cuda_without_a_gpu_is_a_clear_error(backend):
+    res = scanprobe("profile", SEED, "--device", "cuda")
+    assert res.rc == 2
+    assert "error: --device cuda" in res.err and "hint:" in res.err
+
+
+def test_bad_memory_limit(backend):
+    res = scanprobe("profile", SEED, "--memory-limit", "lots")
+    assert res.rc == 2 and "bad --memory-limit" in res.err
