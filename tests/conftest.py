@@ -75,3 +75,15 @@ def backend() -> str:
     if not BACKEND:
         pytest.fail("no backend installed: run the tests through scripts/test")
     return BACKEND
+
+
+# Hypothesis: random in development; in CI the same examples every run (a landing must not
+# depend on luck). SCANPROBE_HYPOTHESIS_EXAMPLES widens a local search.
+try:
+    from hypothesis import settings as _hsettings
+
+    _hsettings.register_profile("ci", derandomize=True, database=None)
+    _hsettings.register_profile("dev")
+    _hsettings.load_profile("ci" if os.environ.get("CI") else "dev")
+except ImportError:  # pragma: no cover - hypothesis is a test requirement
+    pass

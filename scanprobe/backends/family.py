@@ -683,7 +683,7 @@ _SHAPE_ARITHMETIC = frozenset(
     {
         "Shape", "Shape_i", "MakeVector", "Elemwise", "ScalarFromTensor", "TensorFromScalar",
         "Subtensor", "DimShuffle", "Join", "Assert", "CheckAndRaise", "SpecifyShape",
-        "Rebroadcast", "Unbroadcast", "Sum", "Prod", "Max", "Min", "CAReduce",
+        "Rebroadcast", "Unbroadcast", "Sum", "Prod", "Max", "Min", "All", "Any", "CAReduce",
         "ScalarOp", "Composite", "Second",
     }
 )
