@@ -76,7 +76,7 @@ def module_source(p) -> str:
             outputs_info = f"[dict(initial=T.tile(x0.dimshuffle('x', 0), ({k}, 1)), taps={taps})]"
     else:
         outputs_info = "[None]"
-    call = [f"step", f"outputs_info={outputs_info}", f"n_steps={n}"]
+    call = ["step", f"outputs_info={outputs_info}", f"n_steps={n}"]
     if p["sequence"]:
         call.append("sequences=[seq]")
     if ns:

@@ -6,10 +6,9 @@ Everything here touches backend objects through ``self.api`` (a namespace the su
 
 from __future__ import annotations
 
-import os
 import threading
 import time
-import types
+from abc import abstractmethod
 from typing import Any
 
 import numpy as np
@@ -55,12 +54,13 @@ class FamilyBackend(Backend):
         self._saved: list[tuple[Any, str, Any]] = []
 
     # ------------------------------------------------------------------ hooks
+    @abstractmethod
     def _function_homes(self):
         """(object, attribute) pairs through which users reach ``function``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _scan_homes(self):
-        raise NotImplementedError
+        """(object, attribute) pairs through which users reach ``scan``."""
 
     def install_hooks(self, session) -> None:
         api = self.api
@@ -231,16 +231,17 @@ class FamilyBackend(Backend):
         return target
 
     # ------------------------------------------------------------------ per-backend lookups
+    @abstractmethod
     def scan_info(self, op):
         """Dict with tap lists per role, name, as_while, truncate_gradient, inner io."""
-        raise NotImplementedError
 
+    @abstractmethod
     def scan_roles(self, node):
         """An object with outer_in_* / outer_out_* lists (the backend's ScanArgs)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def subtensor_indices(self, node):
-        raise NotImplementedError
+        """The index entries of a Subtensor node (ints, variables, slices of them)."""
 
     def infer_shape(self, node, shapes):
         """The op's own shape inference (signatures differ between backends)."""

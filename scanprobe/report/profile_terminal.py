@@ -34,6 +34,9 @@ def render(prof: dict, out, color=None) -> None:
             tab.add_row("measured: tracemalloc peak of one call (numpy allocations)", _mib(m["tracemalloc_peak"]))
             tab.add_row(f"wall time, median of {m['runs']} runs after a warm-up", f"{m['wall_median_s'] * 1000:.2f} ms")
             tab.add_row("first call (warm-up, JIT included)", f"{m['first_call_s'] * 1000:.2f} ms")
+        dm = t.get("device_memory")
+        if dm:
+            tab.add_row(f"device peak memory ({escape(dm['device'])})", _mib(dm.get("peak_bytes_in_use")))
         con.print(tab)
         p = t.get("profile")
         if p:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 from scanprobe.records import Site
@@ -22,7 +23,7 @@ class Finding:
     fix: list[str] = field(default_factory=list)
 
 
-class Rule:
+class Rule(ABC):
     """One rule: a code, a name after the pattern, documented sections, and a check.
 
     The module docstring of each rule holds its documentation in fixed sections:
@@ -35,8 +36,9 @@ class Rule:
     summary: str = ""
     doc: str = ""
 
-    def check(self, target, verdicts) -> list[Finding]:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abstractmethod
+    def check(self, target, verdicts) -> list[Finding]:
+        """Findings for one analysed target (``verdicts`` from analysis.history.classify)."""
 
     def sections(self) -> dict[str, str]:
         parts = re.split(r"^## (.+)$", self.doc, flags=re.M)

@@ -201,6 +201,37 @@ def _profiled_twin(backend, session, cap, built, target, module_inputs, specs, v
     return {"mode": label, "buffers": buffers, "nodes": nodes[:12], "scans": scans, "target": to_plain(twin_target)}
 
 
+_JAX_HINT = (
+    "JAX needs static shapes: give scans a constant n_steps and slices constant bounds "
+    "(or profile on the CPU, without --device cuda)"
+)
+
+
+def _jax_failure(exc, target) -> str:
+    """Say which scan cannot go to JAX and why, from the JAX error and the analysed graph."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    dynamic = [s for s in target.scans if s.n_steps.value is None or "shape" in s.n_steps.formula]
+    where = ""
+    if dynamic:
+        s = dynamic[0]
+        where = f"; scan `{s.name}` has n_steps = {s.n_steps.formula}, which JAX cannot treat as static"
+    elif "Slice entries must be static" in text:
+        where = "; a slice inside a scan step has bounds that depend on the step (as in seed 000)"
+    return f"{target.name} cannot run on the JAX linker: {type(exc).__name__}: {text}{where}"
+
+
+def _jax_memory_stats() -> dict | None:
+    """Peak device memory as JAX reports it (None where the device keeps no statistics)."""
+    try:
+        import jax
+
+        stats = jax.devices()[0].memory_stats() or {}
+        return {"device": str(jax.devices()[0]), "peak_bytes_in_use": stats.get("peak_bytes_in_use"),
+                "bytes_in_use": stats.get("bytes_in_use")}
+    except Exception:  # noqa: BLE001 - a measurement, not a requirement
+        return None
+
+
 def main(spec_path: str) -> int:
     with open(spec_path) as fh:
         spec = json.load(fh)
@@ -237,11 +268,18 @@ def main(spec_path: str) -> int:
                 continue
             result.step(f"compiling {target.name}")
             t0 = time.perf_counter()
-            fn = session.realize(cap)
-            entry["link_seconds"] = time.perf_counter() - t0
-            result.data["rss_baseline"] = rss_bytes()  # --memory-limit counts from here
-            result.step(f"running {target.name}")
-            entry["measured"] = _measure(fn, values, spec.get("runs", 3))
+            try:
+                fn = session.realize(cap)
+                entry["link_seconds"] = time.perf_counter() - t0
+                result.data["rss_baseline"] = rss_bytes()  # --memory-limit counts from here
+                result.step(f"running {target.name}")
+                entry["measured"] = _measure(fn, values, spec.get("runs", 3))
+            except Exception as exc:
+                if spec.get("device") == "cuda":
+                    raise ScanprobeError(_jax_failure(exc, target), hint=_JAX_HINT) from None
+                raise
+            if spec.get("device") == "cuda":
+                entry["device_memory"] = _jax_memory_stats()
             result.save()
             if spec.get("node_profile", True):
                 result.step(f"profiling {target.name}")

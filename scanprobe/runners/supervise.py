@@ -26,8 +26,12 @@ def run_child(spec: dict, timeout: float, memory_limit: int | None, on_step=None
             json.dump(spec, fh)
         log_path = os.path.join(tmp, "child.log")
         with open(log_path, "w") as log:
+            env = dict(os.environ)
+            if spec.get("device") == "cuda":
+                env.setdefault("JAX_PLATFORMS", "cuda")
             proc = subprocess.Popen(
                 [sys.executable, "-m", "scanprobe.runners.child", spec_path],
+                env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
