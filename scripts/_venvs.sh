@@ -8,20 +8,20 @@ PYTENSOR_VENV="$ROOT/.venv-pytensor"
 export THEANO_FLAGS="${THEANO_FLAGS:-base_compiledir=$ROOT/.cache/theano}"
 export NUMBA_CACHE_DIR="${NUMBA_CACHE_DIR:-$ROOT/.cache/numba}"
 
-_make_venv() {  # dir, extra
-  local dir="$1" extra="$2"
+_make_venv() {  # dir, extras, module
+  local dir="$1" extra="$2" module="$3"
   if [ ! -x "$dir/bin/scanprobe" ] || [ ! -f "$dir/.scanprobe-ready" ] || [ "$ROOT/pyproject.toml" -nt "$dir/.scanprobe-ready" ]; then
     echo "setting up $(basename "$dir") (once)..." >&2
     "$PY" -m venv "$dir"
     "$dir/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT[$extra,test]" 2>&1 \
       | grep -v "^WARNING: Location" >&2 || true
-    "$dir/bin/python" -c "import importlib.util as u, scanprobe; assert u.find_spec('$extra')" \
-      || { echo "could not install $extra in $dir" >&2; exit 2; }
+    "$dir/bin/python" -c "import importlib.util as u, scanprobe; assert u.find_spec('$module')" \
+      || { echo "could not install $module in $dir" >&2; exit 2; }
     touch "$dir/.scanprobe-ready"
   fi
 }
 
 ensure_venvs() {
-  _make_venv "$THEANO_VENV" theano
-  _make_venv "$PYTENSOR_VENV" pytensor
+  _make_venv "$THEANO_VENV" theano theano
+  _make_venv "$PYTENSOR_VENV" pytensor,jax pytensor
 }

@@ -95,3 +95,26 @@ def test_cuda_without_a_gpu_is_a_clear_error(backend):
 def test_bad_memory_limit(backend):
     res = scanprobe("profile", SEED, "--memory-limit", "lots")
     assert res.rc == 2 and "bad --memory-limit" in res.err
+
+
+def test_jax_route_on_the_cpu(backend):
+    """The route --device cuda takes (PyTensor's JAX linker), exercised on the CPU."""
+    res = profile(FIXTURES / "static_scan.py", "--mode", "JAX", "--runs", "1")
+    if backend == "theano":
+        assert res.rc == 2 and "unknown mode 'JAX'" in res.err
+        return
+    assert res.rc == 0, res
+    (t,) = res.json()["targets"]
+    assert t["measured"]["runs"] == 1 and "device_memory" in t
+    assert t["profile"]["mode"].startswith("CVM (twin")
+    assert all(b["gap"] == 0 for b in t["profile"]["buffers"])
+
+
+def test_jax_route_says_which_scan_cannot_go(backend):
+    res = profile(SEED, "--mode", "JAX", "--no-node-profile")
+    assert res.rc == 2, res
+    if backend == "theano":
+        return
+    err = res.json()["error"]
+    assert "cannot run on the JAX linker" in err["message"] and "Slice entries must be static" in err["message"]
+    assert "bounds that depend on the step" in err["message"] and "static" in err["hint"]

@@ -203,8 +203,13 @@ def _profiled_twin(backend, session, cap, built, target, module_inputs, specs, v
 
 _JAX_HINT = (
     "JAX needs static shapes: give scans a constant n_steps and slices constant bounds "
-    "(or profile on the CPU, without --device cuda)"
+    "(or profile with the default CPU linker: drop --device cuda / --mode JAX)"
 )
+
+
+def _is_jax(spec, target) -> bool:
+    """The JAX route: --device cuda, or a JAX mode/linker asked for on the CPU."""
+    return spec.get("device") == "cuda" or "jax" in (target.mode.name + target.mode.linker).lower()
 
 
 def _jax_failure(exc, target) -> str:
@@ -275,10 +280,10 @@ def main(spec_path: str) -> int:
                 result.step(f"running {target.name}")
                 entry["measured"] = _measure(fn, values, spec.get("runs", 3))
             except Exception as exc:
-                if spec.get("device") == "cuda":
+                if _is_jax(spec, target):
                     raise ScanprobeError(_jax_failure(exc, target), hint=_JAX_HINT) from None
                 raise
-            if spec.get("device") == "cuda":
+            if _is_jax(spec, target):
                 entry["device_memory"] = _jax_memory_stats()
             result.save()
             if spec.get("node_profile", True):
