@@ -382,12 +382,20 @@ class CaptureSession:
             except ValueError:
                 pass
         self._index_names()
+        bound = _bindings(module.__dict__)
         for cap in self.functions:
-            cap.names = sorted(n for n, v in module.__dict__.items() if isinstance(v, LazyFunction) and v._sp_captured is cap)
-            if not cap.names:
-                cap.names = sorted(
-                    n for n, v in module.__dict__.items() if cap.function is not None and v is cap.function
-                )
+            names = [n for n, v in bound if (isinstance(v, LazyFunction) and v._sp_captured is cap)
+                     or (cap.function is not None and v is cap.function)]
+            cap.names = sorted(names, key=lambda n: ("[" in n, n))
+        # two compiles that would get the same name (e.g. one line in a loop) get a suffix
+        seen: dict[str, int] = {}
+        for cap in self.functions:
+            label = cap.label
+            if label in seen or sum(1 for c in self.functions if c.label == label) > 1:
+                seen[label] = seen.get(label, 0) + 1
+                cap.names = [f"{label}#{seen[label]}"]
+            else:
+                seen[label] = 1
         return module
 
     def user_targets(self, include_library=False) -> list[Captured]:
@@ -411,6 +419,20 @@ class CaptureSession:
                 hint="set SCANPROBE_INPUTS = {'x': np.zeros((B, D))} (or a function returning such a dict)",
             )
         return spec
+
+
+def _bindings(namespace: dict) -> list[tuple[str, Any]]:
+    """Module-level names, and items of module-level dicts, lists and tuples (``fns['train']``)."""
+    out = []
+    for name, value in namespace.items():
+        if name.startswith("__"):
+            continue
+        out.append((name, value))
+        if isinstance(value, dict):
+            out.extend((f"{name}[{k!r}]", v) for k, v in value.items() if isinstance(k, (str, int)))
+        elif isinstance(value, (list, tuple)):
+            out.extend((f"{name}[{i}]", v) for i, v in enumerate(value))
+    return out
 
 
 def _user_error(session: CaptureSession, exc: BaseException, what: str) -> UserCodeError:

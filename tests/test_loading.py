@@ -46,18 +46,34 @@ def test_each_target_is_optimized_once_in_the_analysed_mode(backend):
 def test_targets_named_by_binding_or_line(backend):
     res = scanprobe("inspect", FIXTURES / "two_targets.py", "--format", "json")
     names = [t["name"] for t in res.json()["targets"]]
-    assert names == ["total", "two_targets.py:8"]
+    assert names == ["total", "registry['history']", "two_targets.py:9"]
     one = scanprobe("inspect", f"{FIXTURES / 'two_targets.py'}:total", "--format", "json")
     assert [t["name"] for t in one.json()["targets"]] == ["total"]
-    by_line = scanprobe("inspect", f"{FIXTURES / 'two_targets.py'}:8", "--format", "json")
-    assert [t["name"] for t in by_line.json()["targets"]] == ["two_targets.py:8"]
+    by_line = scanprobe("inspect", f"{FIXTURES / 'two_targets.py'}:9", "--format", "json")
+    assert [t["name"] for t in by_line.json()["targets"]] == ["two_targets.py:9"]
+
+
+def test_same_line_compiled_twice_gets_distinct_names(backend, tmp_path):
+    (tmp_path / "_backend.py").write_text((FIXTURES / "_backend.py").read_text())
+    (tmp_path / "loop.py").write_text(
+        "from _backend import T, th\n"
+        "x = T.vector('x')\n"
+        "made = []\n"
+        "for mode in ['FAST_COMPILE', 'FAST_COMPILE']:\n"
+        "    made.append(th.function([x], x.sum(), mode=mode))\n"
+        "def build():\n"
+        "    return th.function([x], x * 2)\n"
+        "build(); build()\n"
+    )
+    rep = scanprobe("inspect", tmp_path / "loop.py", "--format", "json").json()
+    assert [t["name"] for t in rep["targets"]] == ["made[0]", "made[1]", "loop.py:7#1", "loop.py:7#2"]
 
 
 def test_user_mode_is_kept_unless_overridden(backend):
     rep = scanprobe("inspect", FIXTURES / "two_targets.py", "--format", "json").json()
     modes = {t["name"]: t["mode"]["name"] for t in rep["targets"]}
     assert modes["total"] == "FAST_COMPILE"
-    assert modes["two_targets.py:8"].startswith("default")
+    assert modes["registry['history']"].startswith("default")
     rep = scanprobe("inspect", FIXTURES / "two_targets.py", "--mode", "FAST_RUN", "--format", "json").json()
     assert {t["mode"]["name"] for t in rep["targets"]} == {"FAST_RUN"}
     assert all(t["mode"]["from_cli"] for t in rep["targets"])

@@ -27,13 +27,25 @@ def get_backend(name: str):
 
 
 def imported_backends(path: Path) -> list[str]:
-    """Backends that a user file imports at top level or anywhere (parsed, not run)."""
+    """Backends that a user file imports unconditionally (parsed, not run).
+
+    Top-level imports count, and those in a top-level ``try:`` (the ``try: import theano / except
+    ImportError: import pytensor`` pattern); imports under ``if`` or inside functions are
+    choices made at run time and do not decide.
+    """
     try:
         tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
     except SyntaxError:
         return []
     found = []
-    for node in ast.walk(tree):
+    stmts = []
+    for node in tree.body:
+        stmts.append(node)
+        if isinstance(node, ast.Try):
+            stmts.extend(node.body)
+            for h in node.handlers:
+                stmts.extend(h.body)
+    for node in stmts:
         names = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]

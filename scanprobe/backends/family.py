@@ -368,10 +368,13 @@ class _Level:
 
     # -------------------------------------------------------------- evaluation
     def shape(self, var):
-        try:
-            return tuple(self.shape_of[var])
-        except KeyError:
-            return tuple(var.shape[i] for i in range(var.ndim))
+        """Symbolic shape of a variable of this graph (empty for non-tensor types)."""
+        if getattr(var.type, "ndim", None) is None:
+            return ()
+        shp = self.shape_of.get(var)
+        if shp is None:
+            return tuple(self.api.T.shape(var)[i] for i in range(var.type.ndim))
+        return tuple(shp)
 
     def request(self, var):
         """Ask for a scalar's value; ``evaluate_pending`` computes all requests at once."""
@@ -763,6 +766,8 @@ class _ScanPlan:
                 role = "untraced"
             for i, outer_in in enumerate(ins):
                 outer_out = outs[i] if i < len(outs) else None
+                if getattr(outer_in.type, "dtype", None) is None and role != "nit_sot":
+                    continue  # a random generator or other non-tensor state: no buffer
                 if role == "nit_sot":
                     rest = lv.shape(outer_out)[1:] if outer_out is not None else ()
                     dims = (outer_in,) + tuple(rest)
@@ -829,7 +834,7 @@ class _ScanPlan:
         calls = self.w.session.scan_calls
         for part in parts or [(self.info["name"] or "scan_fn").split("&")[0][len("grad_of_"):]]:
             hits = [c for c in calls if (c.name or "scan_fn") == part]
-            if len(hits) == 1:
+            if hits and len({(h.site.file, h.site.line) for h in hits}) == 1:
                 return hits[0].site
         return None
 
