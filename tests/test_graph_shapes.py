@@ -93,3 +93,11 @@ def test_shapes_from_test_values(backend):
     assert rep["targets"][0]["inputs"][0]["source"] == "test value"
     (f,) = findings(rep)
     assert f["bytes"] == 41 * 3 * 8
+
+
+def test_random_state_in_scan_and_targets_in_a_dict(backend):
+    rep = report("random_in_scan.py", "--input", "x=20x5")
+    names = [t["name"] for t in rep["targets"]]
+    assert names == ["fns['FAST_COMPILE']", "fns['FAST_RUN']"]
+    (f,) = findings(rep)
+    assert f["target"] == "fns['FAST_COMPILE']" and "`W`" in f["message"] and f["bytes"] == 21 * 5 * 5 * 8
