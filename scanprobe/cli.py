@@ -171,6 +171,60 @@ def profile_cmd(spec, backend, mode, inputs, runs, timeout, memory_limit, device
     sys.exit(prof["summary"]["exit_code"])
 
 
+@main.command("check")
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.option("--max-buffer", metavar="SIZE", help="Budget for any one scan buffer (SP010), e.g. 512MiB.")
+@click.option("--max-peak", metavar="SIZE", help="Budget for a function's scan buffers together (SP011), e.g. 8GiB.")
+@click.option("--select", multiple=True, metavar="CODE", help="Only these rule codes (prefixes), e.g. SP001.")
+@click.option("--ignore", multiple=True, metavar="CODE", help="Skip these rule codes (prefixes).")
+@click.option("--backend", type=click.Choice(["theano", "pytensor"]))
+@click.option("--mode", help="Analyse in this mode instead of each function's own.")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=SHAPE[:DTYPE]")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "github"]), default="text", show_default=True)
+@click.option("--exit-zero", is_flag=True, default=None, help="Exit 0 even with findings.")
+def check_cmd(files, max_buffer, max_peak, select, ignore, backend, mode, inputs, fmt, exit_zero):
+    """Check FILEs against the rules and budgets, statically (nothing is run): for CI.
+
+    Settings come from [tool.scanprobe] in the nearest pyproject.toml (max-buffer, max-peak,
+    select, ignore, exit-zero, mode, backend); options override them. Exit 1 on any finding,
+    2 on an error in any file.
+    """
+    from pathlib import Path
+
+    from scanprobe.analysis.sizes import parse_bytes
+    from scanprobe.commands.check import run_check
+    from scanprobe.errors import ScanprobeError
+    from scanprobe.report.ci import RENDERERS
+    from scanprobe.settings import load
+
+    try:
+        settings = load(Path.cwd())
+        for name, text in (("max_buffer", max_buffer), ("max_peak", max_peak)):
+            if text:
+                try:
+                    setattr(settings, name, parse_bytes(text))
+                except ValueError:
+                    raise ScanprobeError(f"bad --{name.replace('_', '-')} {text!r}", hint="write e.g. 512MiB or 8GB") from None
+        settings.select = list(select) or settings.select
+        settings.ignore = list(ignore) or settings.ignore
+        settings.backend = backend or settings.backend
+        settings.mode = mode or settings.mode
+        if exit_zero is not None:
+            settings.exit_zero = exit_zero
+        with _Progress(sys.stderr.isatty()) as progress:
+            result = run_check(files, settings, inputs, progress)
+    except ScanprobeError as err:
+        _fail(err, "text", None)
+        return
+    RENDERERS[fmt](result, sys.stdout, settings)
+    if result["errors"]:
+        for e in result["errors"]:
+            click.echo(f"error: {e['file']}: {e['message']}", err=True)
+        sys.exit(2)
+    findings = sum(len(r.findings) for r in result["reports"])
+    sys.exit(0 if settings.exit_zero or not findings else 1)
+
+
 @main.command("rules")
 @click.argument("code", required=False)
 def rules_cmd(code):

