@@ -33,6 +33,8 @@ def _installed_backend() -> str:
 
 BACKEND = _installed_backend()
 
+pytest_plugins = ["pytester"]
+
 
 def child_env(**extra) -> dict:
     env = dict(os.environ)
