@@ -225,6 +225,27 @@ def check_cmd(files, max_buffer, max_peak, select, ignore, backend, mode, inputs
     sys.exit(0 if settings.exit_zero or not findings else 1)
 
 
+@main.command("graph")
+@click.argument("spec", metavar="FILE[:TARGET]")
+@click.option("-o", "--output", required=True, metavar="PATH", help="Picture to write: .svg, .png or .dot.")
+@click.option("--backend", type=click.Choice(["theano", "pytensor"]))
+@click.option("--mode", help="Compile the target in this mode instead of its own.")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=SHAPE[:DTYPE]")
+def graph_cmd(spec, output, backend, mode, inputs):
+    """Draw a target's optimized graph: scans as clusters with their inner graphs, buffers
+    labelled with their predicted bytes, removable full-history buffers (SP001) in red."""
+    from scanprobe.commands.graph import run_graph
+    from scanprobe.errors import ScanprobeError
+
+    try:
+        with _Progress(sys.stderr.isatty()) as progress:
+            info = run_graph(spec, output, backend, mode, inputs, progress)
+    except ScanprobeError as err:
+        _fail(err, "text", None)
+        return
+    click.echo(f"wrote {info['output']}: {info['target']}, {info['nodes']} nodes, {info['buffers']} scan buffers")
+
+
 @main.command("rules")
 @click.argument("code", required=False)
 def rules_cmd(code):

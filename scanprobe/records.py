@@ -172,6 +172,27 @@ class Target:
         raise KeyError(sid)
 
 
+@dataclass
+class GraphNode:
+    id: str
+    label: str
+    kind: str  # op, scan, alloc, input, output
+    cluster: str = ""  # id of the scan whose inner graph holds it ("" for the function's graph)
+
+
+@dataclass
+class GraphPicture:
+    """The optimized graph of one target as plain nodes, edges and scan clusters."""
+
+    target: str
+    nodes: list[GraphNode] = field(default_factory=list)
+    edges: list[tuple[str, str]] = field(default_factory=list)
+    #: scan node id -> (scan record id, label)
+    clusters: dict = field(default_factory=dict)
+    #: node id -> (buffer belongs_to, bytes, verdict) for nodes that create a scan buffer
+    buffers: dict = field(default_factory=dict)
+
+
 def to_plain(obj: Any) -> Any:
     """Dataclasses to dicts, recursively (for the JSON reporter and golden files)."""
     if hasattr(obj, "__dataclass_fields__"):

@@ -21,7 +21,17 @@ _make_venv() {  # dir, extras, module
   fi
 }
 
+_ensure_graphviz() {  # `scanprobe graph` draws svg/png with graphviz's dot (a Debian package)
+  command -v dot >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing graphviz (once)..." >&2
+    apt-get install -y -q graphviz >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q graphviz >/dev/null 2>&1; } || true
+  fi
+  command -v dot >/dev/null 2>&1 || echo "note: graphviz is missing (apt-get install graphviz); svg/png pictures will fail" >&2
+}
+
 ensure_venvs() {
+  _ensure_graphviz
   _make_venv "$THEANO_VENV" theano theano
   _make_venv "$PYTENSOR_VENV" pytensor,jax pytensor
 }

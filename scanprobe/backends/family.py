@@ -230,6 +230,60 @@ class FamilyBackend(Backend):
         built.buffer_vars = walker.buffer_vars
         return target
 
+    # ------------------------------------------------------------------ pictures
+    def picture(self, built, target, verdicts, max_inner=60) -> R.GraphPicture:
+        """The optimized graph as plain records, buffers attached to the nodes that create them."""
+        fg = built.maker.fgraph
+        pic = R.GraphPicture(target=target.name)
+        ids: dict[int, str] = {}
+
+        def vid(var, cluster=""):
+            key = id(var)
+            if key not in ids:
+                ids[key] = f"v{len(ids)}"
+                if var.owner is None:
+                    label = getattr(var, "name", None) or ("constant" if isinstance(var, self.api.Constant) else "input")
+                    if isinstance(var, self.api.Constant) and np.asarray(var.data).size == 1:
+                        label = str(np.asarray(var.data).item())
+                    pic.nodes.append(R.GraphNode(ids[key], label, "input", cluster))
+            return ids[key]
+
+        def add_nodes(nodes, cluster, depth):
+            for node in nodes:
+                nid = f"n{len(pic.nodes)}"
+                op = node.op
+                kind = "scan" if isinstance(op, self.api.Scan) else (
+                    "alloc" if isinstance(op, (self.api.Alloc, self.api.AllocEmpty)) else "op")
+                pic.nodes.append(R.GraphNode(nid, str(op)[:60], kind, cluster))
+                for inp in node.inputs:
+                    src = ids.get(id(inp)) if inp.owner is not None else vid(inp, cluster)
+                    if src:
+                        pic.edges.append((src, nid))
+                for out in node.outputs:
+                    ids[id(out)] = nid
+                if kind == "scan" and depth < 2:
+                    info = self.scan_info(op)
+                    inner = _inner_apply_nodes(info["inner_inputs"], info["inner_outputs"])
+                    pic.clusters[nid] = (None, info["name"] or "scan_fn")
+                    add_nodes(inner[:max_inner], nid, depth + 1)
+                node_ids[id(node)] = nid
+
+        node_ids: dict[int, str] = {}
+        add_nodes(list(fg.toposort()), "", 0)
+        verdict_of = {(v.buffer.scan_id, v.buffer.role, v.buffer.index): v for v in verdicts}
+        buffer_vars = getattr(built, "buffer_vars", {})
+        for scan in target.scans:
+            for b in scan.buffers:
+                var = buffer_vars.get((b.scan_id, b.role, b.index))
+                if var is None or b.role == "nit_sot":
+                    continue
+                _, creator = _creator(self.api, var)
+                nid = node_ids.get(id(creator)) if creator is not None else None
+                if nid:
+                    v = verdict_of.get((b.scan_id, b.role, b.index))
+                    pic.buffers[nid] = (b.belongs_to, b.bytes, v.verdict if v else "", b.shape_formula(), b.dtype)
+        return pic
+
     # ------------------------------------------------------------------ per-backend lookups
     @abstractmethod
     def scan_info(self, op):
@@ -1099,6 +1153,24 @@ class _ScanPlan:
                 fg_labels[new] = labels[orig]
         sub = _Level(self.w, fg, fg_known, parent=self.id, labels=fg_labels)
         sub.walk()
+
+
+def _inner_apply_nodes(inputs, outputs):
+    """Apply nodes of an inner graph in topological order (no FunctionGraph needed)."""
+    order, seen = [], set()
+
+    def visit(var):
+        node = var.owner
+        if node is None or id(node) in seen:
+            return
+        seen.add(id(node))
+        for i in node.inputs:
+            visit(i)
+        order.append(node)
+
+    for o in outputs:
+        visit(o)
+    return order
 
 
 def _inner_nodes_outputs(inputs, outputs):
