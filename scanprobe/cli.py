@@ -81,7 +81,8 @@ def main():
 @click.option("--include-library", is_flag=True, help="Also analyse functions compiled inside libraries.")
 @click.option("--color/--no-color", default=None, help="Default: colour on a terminal only.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
-def inspect_cmd(spec, backend, mode, inputs, fmt, include_library, color, exit_zero):
+@click.option("--html", "html_path", metavar="PATH", help="Also write a self-contained HTML report (graph included).")
+def inspect_cmd(spec, backend, mode, inputs, fmt, include_library, color, exit_zero, html_path):
     """Report every scan buffer of the functions FILE compiles, predicted without running them.
 
     FILE runs as an import (code under `if __name__ == "__main__":` does not); each function it
@@ -91,9 +92,15 @@ def inspect_cmd(spec, backend, mode, inputs, fmt, include_library, color, exit_z
     from scanprobe.commands.inspect import run_inspect
     from scanprobe.errors import ScanprobeError
 
+    keep: list = []
     try:
         with _Progress(sys.stderr.isatty()) as progress:
-            report = run_inspect(spec, backend, mode, inputs, include_library, progress)
+            report = run_inspect(spec, backend, mode, inputs, include_library, progress, keep)
+            if html_path:
+                from scanprobe.report import html
+
+                progress.step("writing the HTML report")
+                html.write(report, keep, html_path)
     except ScanprobeError as err:
         _fail(err, fmt, color)
         return
