@@ -189,7 +189,8 @@ def profile_cmd(spec, backend, mode, inputs, runs, timeout, memory_limit, device
 @click.option("--input", "inputs", multiple=True, metavar="NAME=SHAPE[:DTYPE]")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "github"]), default="text", show_default=True)
 @click.option("--exit-zero", is_flag=True, default=None, help="Exit 0 even with findings.")
-def check_cmd(files, max_buffer, max_peak, select, ignore, backend, mode, inputs, fmt, exit_zero):
+@click.option("--run", "run_too", is_flag=True, help="Also run each file's targets (in a child) and check measured peaks.")
+def check_cmd(files, max_buffer, max_peak, select, ignore, backend, mode, inputs, fmt, exit_zero, run_too):
     """Check FILEs against the rules and budgets, statically (nothing is run): for CI.
 
     Settings come from [tool.scanprobe] in the nearest pyproject.toml (max-buffer, max-peak,
@@ -218,6 +219,7 @@ def check_cmd(files, max_buffer, max_peak, select, ignore, backend, mode, inputs
         settings.mode = mode or settings.mode
         if exit_zero is not None:
             settings.exit_zero = exit_zero
+        settings.run = run_too
         with _Progress(sys.stderr.isatty()) as progress:
             result = run_check(files, settings, inputs, progress)
     except ScanprobeError as err:

@@ -19,6 +19,8 @@ class Settings:
     exit_zero: bool = False
     mode: str | None = None
     backend: str | None = None
+    #: check --run: also profile each file in a child process (measured peaks against max-peak)
+    run: bool = False
     source: str = "defaults"
 
     def wants(self, code: str) -> bool:

@@ -75,3 +75,15 @@ def test_sarif_validates_against_the_2_1_0_schema(backend):
 def test_check_errors(backend, args, text):
     res = scanprobe("check", "missing.py", *args)
     assert res.rc == 2 and text in res.err
+
+
+def test_check_run_measures_too(backend):
+    res = scanprobe("check", SAMPLES / "rnn_bptt.py", "--run", "--max-peak", "1GB", "--format", "json")
+    assert res.rc == 0, res
+    measured = res.json()["reports"][0]["measured"]
+    assert measured["train_step"]["rss_peak_above_precall"] >= 0 and measured["train_step"]["runs"] == 1
+    # a file already over the budget by prediction is not run
+    res = scanprobe("check", *BAD, "--run", "--max-peak", "500kB", "--format", "json")
+    assert res.rc == 1, res
+    rep = res.json()["reports"][0]
+    assert rep["measured"] is None and any("not run" in n for n in rep["notes"])

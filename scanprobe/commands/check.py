@@ -29,9 +29,39 @@ def run_check(files, settings, inputs=(), progress=None) -> dict:
                     )
                 loaded_backend = backend.name
             rep = run_inspect(str(path), settings.backend, settings.mode, tuple(inputs), settings=settings)
+            if getattr(settings, "run", False):
+                if any(f.code == "SP011" for f in rep.findings):
+                    rep.notes.append("not run: its predicted scan buffers are already over --max-peak")
+                else:
+                    rep.findings.extend(_measured_findings(path, settings, inputs, errors, rep))
             reports.append(rep)
         except NothingCompiled:
             skipped.append(str(path))  # a helper module: nothing to check
         except ScanprobeError as err:
             errors.append({"file": str(path), "message": err.message, "hint": err.hint})
     return {"reports": reports, "errors": errors, "skipped": skipped}
+
+
+def _measured_findings(path, settings, inputs, errors, rep):
+    """With --run: profile the file (in a child) and report measured peaks over --max-peak."""
+    from scanprobe.analysis.sizes import human_bytes
+    from scanprobe.commands.profile import run_profile
+    from scanprobe.records import Site
+    from scanprobe.rules.base import Finding
+
+    prof = run_profile(str(path), settings.backend, settings.mode, tuple(inputs), runs=1, node_profile=False)
+    if prof["error"]:
+        errors.append({"file": str(path), "message": prof["error"]["message"], "hint": prof["error"].get("hint")})
+        return []
+    out = []
+    rep.measured = {t["name"]: t.get("measured") for t in prof["targets"]}
+    for t in prof["targets"]:
+        measured = (t.get("measured") or {}).get("rss_peak_above_precall")
+        if settings.max_peak and measured is not None and measured > settings.max_peak:
+            out.append(Finding(
+                code="SP011", name="peak-over-budget", target=t["name"],
+                message=f"a measured call added {human_bytes(measured)} (RSS), over the "
+                        f"{human_bytes(settings.max_peak)} budget",
+                site=Site(str(path), 1), bytes=measured,
+            ))
+    return out

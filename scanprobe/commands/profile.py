@@ -124,9 +124,9 @@ def _error_of(data: dict, timeout, memory_limit):
     for t in data.get("targets", []):
         if t.get("refused"):
             budget = []
-            if t.get("available"):
+            if t.get("available") and t["predicted_peak"] > t["available"]:
                 budget.append(f"{human_bytes(t['available'])} available on this machine")
-            if t.get("memory_limit"):
+            if t.get("memory_limit") and t["predicted_peak"] > t["memory_limit"]:
                 budget.append(f"--memory-limit {human_bytes(t['memory_limit'])}")
             return {
                 "message": f"refused to run {t['name']}: predicted peak {human_bytes(t['predicted_peak'])} "

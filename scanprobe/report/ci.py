@@ -31,7 +31,7 @@ def render_text(result, out, settings):
         out.write(f"{e['file']}: error: {e['message']}\n")
         if e.get("hint"):
             out.write(f"  hint: {e['hint']}\n")
-    files = len(result["reports"]) + len(result["errors"])
+    files = len({r.file for r in result["reports"]} | {e["file"] for e in result["errors"]})
     if result.get("skipped"):
         out.write(f"skipped (compile nothing): {', '.join(os.path.relpath(p) for p in result['skipped'])}\n")
     budgets = []
@@ -51,7 +51,7 @@ def render_json(result, out, settings):
     body = {
         "schema": REPORT_SCHEMA,
         "scanprobe": __version__,
-        "reports": [json_report.as_dict(r) for r in result["reports"]],
+        "reports": [dict(json_report.as_dict(r), measured=getattr(r, "measured", None)) for r in result["reports"]],
         "errors": result["errors"],
         "skipped": result.get("skipped", []),
         "settings": {"max_buffer": settings.max_buffer, "max_peak": settings.max_peak,
