@@ -24,6 +24,8 @@ def test_scaled_seed000_fast_compile_measured_matches_prediction(backend):
     assert len(big) == 2 and all(b["measured_bytes"] == b["predicted_bytes"] for b in big)
     assert t["gaps"] == [] and prof["summary"]["gaps"] == 0
     assert t["measured"]["wall_median_s"] > 0 and t["measured"]["tracemalloc_peak"] > 0
+    assert {s["n_steps"] for s in t["profile"]["scans"]} == {1024}
+    assert all(s["seconds"] > 0 for s in t["profile"]["scans"])
 
 
 def test_scaled_seed000_fast_run_uses_a_fraction(backend):

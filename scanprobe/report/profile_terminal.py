@@ -54,7 +54,8 @@ def render(prof: dict, out, color=None) -> None:
                 )
             con.print(bt)
             for s in p.get("scans", []):
-                con.print(f"  scan `{escape(s['scan'])}`: {s['seconds'] * 1000:.2f} ms inside the loop (profiled run)")
+                steps = f"{s['n_steps']} steps, " if s.get("n_steps") else ""
+                con.print(f"  scan `{escape(s['scan'])}`: {steps}{s['seconds'] * 1000:.2f} ms inside the loop (profiled run)")
             nt = Table(title="largest outputs per node (profiled run)", show_edge=False, pad_edge=False)
             for col in ("op", "output bytes", "time"):
                 nt.add_column(col)

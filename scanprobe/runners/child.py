@@ -194,10 +194,12 @@ def _profiled_twin(backend, session, cap, built, target, module_inputs, specs, v
         nodes.append({"op": str(node.op)[:80], "seconds": float(secs), "output_bytes": out_bytes})
     nodes.sort(key=lambda n: -n["output_bytes"])
     scans = []
+    steps = {s.name: s.n_steps.value for s in twin_target.scans if s.parent is None}
     for key, secs in apply_time.items():
         node = key[1] if isinstance(key, tuple) else key
         if isinstance(node.op, api.Scan):
-            scans.append({"scan": node.op.name or "scan_fn", "seconds": float(secs)})
+            name = node.op.name or "scan_fn"
+            scans.append({"scan": name, "seconds": float(secs), "n_steps": steps.get(name)})
     return {"mode": label, "buffers": buffers, "nodes": nodes[:12], "scans": scans, "target": to_plain(twin_target)}
 
 
