@@ -255,6 +255,43 @@ def graph_cmd(spec, output, backend, mode, inputs):
     click.echo(f"wrote {info['output']}: {info['target']}, {info['nodes']} nodes, {info['buffers']} scan buffers")
 
 
+@main.command("fix")
+@click.argument("spec", metavar="FILE[:TARGET]")
+@click.option("--backend", type=click.Choice(["theano", "pytensor"]))
+@click.option("--mode", help="Compile targets in this mode instead of their own.")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=SHAPE[:DTYPE]")
+@click.option("--runs", type=click.IntRange(1), default=3, show_default=True)
+@click.option("--timeout", type=float, default=600, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--color/--no-color", default=None)
+def fix_cmd(spec, backend, mode, inputs, runs, timeout, fmt, color):
+    """Apply the fix of each SP001 finding and prove it: rerun original and fixed on the same
+    inputs (in a child process), outputs compared, memory and time before and after.
+
+    Your files are not changed: the report shows the mode to write in your compile call.
+    Exit 0 when every fix is verified, 1 when one changed the outputs, 2 on an error.
+    """
+    from scanprobe.commands.fix import run_fix
+    from scanprobe.errors import ScanprobeError
+
+    try:
+        with _Progress(sys.stderr.isatty()) as progress:
+            res = run_fix(spec, backend, mode, inputs, runs, timeout, progress)
+    except ScanprobeError as err:
+        _fail(err, fmt, color)
+        return
+    if fmt == "json":
+        import json
+
+        json.dump(res, sys.stdout, indent=2, sort_keys=True, default=str)
+        sys.stdout.write("\n")
+    else:
+        from scanprobe.report import fix_terminal
+
+        fix_terminal.render(res, sys.stdout, color=color)
+    sys.exit(res["summary"]["exit_code"])
+
+
 @main.command("rules")
 @click.argument("code", required=False)
 def rules_cmd(code):

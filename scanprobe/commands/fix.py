@@ -1,0 +1,62 @@
+"""``scanprobe fix``: apply the fix of each SP001 finding and prove it by rerunning.
+
+The fix of SP001 is the rewrite an updated Theano applies: the backend's save-mem rewrite added to
+the target's own mode. Original and fixed functions run in a supervised child on the same inputs
+and shared state; a fix whose outputs differ is reported as failed. Nothing in the user's files
+is changed: the report shows the line to write.
+"""
+
+from __future__ import annotations
+
+from scanprobe.errors import ScanprobeError
+
+FIX_SCHEMA = "scanprobe.fix/1"
+
+
+#: Added with the save-mem rewrite: shrinks the Alloc that the kept rows are sliced from.
+SLICE_REWRITE = "local_subtensor_of_alloc"
+
+
+def suggestion(backend: str, mode: str, tag: str) -> str:
+    """The mode to write in the user's compile call (the one the verified fix used)."""
+    base = mode if not mode.startswith("default") else "FAST_RUN"
+    if base.startswith("Mode("):
+        return f"your_mode.including({tag!r}, {SLICE_REWRITE!r})"
+    return f"{backend}.compile.mode.get_mode({base!r}).including({tag!r}, {SLICE_REWRITE!r})"
+
+
+def run_fix(spec, backend_name=None, mode=None, inputs=(), runs=3, timeout=600.0, progress=None) -> dict:
+    from scanprobe.commands.inspect import split_target
+    from scanprobe.runners.supervise import run_child
+
+    path, _ = split_target(spec)
+    if not path.exists():
+        raise ScanprobeError(f"no such file: {path}", hint="give the path of a Python file: scanprobe fix model.py[:TARGET]")
+    if backend_name is None:
+        from scanprobe.backends import resolve
+
+        backend_name = resolve(None, path)[0].name
+    data = run_child(
+        {"spec": spec, "backend": backend_name, "mode": mode, "inputs": list(inputs), "runs": runs, "action": "fix"},
+        timeout=timeout, memory_limit=None, on_step=progress.step if progress else None,
+    )
+    from scanprobe.commands.profile import _error_of
+
+    fixes = data.get("targets", [])
+    for f in fixes:
+        f["suggestion"] = suggestion(backend_name, f["mode"], f["tag"])
+    err = _error_of(data, timeout, None)
+    failed = [f["name"] for f in fixes if not f.get("outputs_equal")]
+    return {
+        "schema": FIX_SCHEMA,
+        "file": str(path),
+        "backend": backend_name,
+        "inspect": data.get("report"),
+        "fixes": fixes,
+        "error": err,
+        "summary": {
+            "fixed": [f["name"] for f in fixes if f.get("outputs_equal")],
+            "failed": failed,
+            "exit_code": 2 if err else (1 if failed else 0),
+        },
+    }
