@@ -8,6 +8,7 @@ user's code calls the function.
 
 from __future__ import annotations
 
+import ast
 import inspect as pyinspect
 import os
 import sys
@@ -175,6 +176,9 @@ class LazyFunction:
         return self._sp_session.realize(self._sp_captured)
 
     def __call__(self, *args, **kwargs):
+        symbolic = self._sp_session.symbolic_args(args, kwargs)
+        if symbolic:
+            raise self._sp_session.compiled_function_in_graph(self._sp_captured, symbolic)
         return self._sp_real()(*args, **kwargs)
 
     def __getattr__(self, name):
@@ -283,6 +287,48 @@ class CaptureSession:
         if cap.function is None:
             cap.function = self.backend.realize(self.build(cap))
         return cap.function
+
+    # ---------------------------------------------------------------- SP004
+    def symbolic_args(self, args, kwargs) -> list:
+        Variable = self.backend.api.Variable
+        return [a for a in list(args) + list(kwargs.values()) if isinstance(a, Variable)]
+
+    def compiled_function_in_graph(self, cap, symbolic) -> UserCodeError:
+        """SP004: a compiled function called on graph variables, explained in the user's names."""
+        from scanprobe.rules.sp004_compiled_function_in_scan import CODE, NAME, clone_snippet
+
+        frames = []
+        for fs in traceback.extract_stack()[:-2]:
+            if self.is_user_file(fs.filename):
+                frames.append(Site(fs.filename, fs.lineno or 0, (fs.line or "").strip(), fs.name))
+        caller = frames[-1] if frames else None
+        # the name the module gave the function so far (the run is not over)
+        bound = [n for n, v in _bindings(self.module.__dict__ if self.module else {})
+                 if isinstance(v, LazyFunction) and v._sp_captured is cap]
+        name = bound[0] if bound else cap.label
+        arg_names = []
+        if caller is not None:
+            try:
+                for node in ast.walk(ast.parse(caller.code)):
+                    if isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] == name.split(".")[-1]:
+                        arg_names = [ast.unparse(a) for a in node.args]
+                        break
+            except SyntaxError:
+                arg_names = []
+        var = arg_names[0] if arg_names else (getattr(symbolic[0], "name", None) or "a graph variable")
+        where = f" in `{caller.function}` ({caller.short()})" if caller else ""
+        compiled = f" (compiled at {cap.site.short()})" if cap.site else ""
+        snippet = clone_snippet(cap.site, arg_names, self.backend.name) if cap.site else None
+        hint = (
+            f"build the graph instead of calling it: return {snippet}" if snippet
+            else "build the graph with clone(outputs, replace={input: variable}) or OpFromGraph instead of calling it"
+        ) + "; or wrap it once in OpFromGraph and call that op (pass shared variables as explicit inputs)"
+        return UserCodeError(
+            f"{CODE} {NAME}: `{name}`{compiled} is called on the symbolic `{var}`{where}; "
+            "a compiled function takes numbers, a scan step builds a graph",
+            hint=hint,
+            frames=frames,
+        )
 
     # ---------------------------------------------------------------- names
     def same_variable(self, a, b) -> bool:

@@ -63,7 +63,7 @@ def test_functions_compiled_only_in_libraries(backend):
 
 def test_seed001_function_called_inside_scan(backend):
     err = _error(scanprobe("inspect", FIXTURES / "bad_seed001_function_in_scan.py"))
-    assert "TypeError" in err
+    assert "SP004 compiled-function-in-scan" in err
     assert "bad_seed001_function_in_scan.py:12 in step" in err
     assert "clone" in err and "OpFromGraph" in err
 

@@ -23,3 +23,28 @@ def test_nothing_to_fix(backend):
     res = scanprobe("fix", SAMPLES / "rnn_bptt.py")
     assert res.rc == 0, res
     assert "nothing to fix" in res.out
+
+
+def test_seed001_explained_in_the_users_names(backend):
+    res = scanprobe("inspect", SAMPLES / "seed001_function_in_scan.py")
+    assert res.rc == 2, res
+    assert "SP004 compiled-function-in-scan: `test_fn` (compiled at seed001_function_in_scan.py:12)" in res.err
+    assert "called on the symbolic `curr` in `step` (seed001_function_in_scan.py:16)" in res.err
+    assert "replace={xin: x[curr:curr + 1]}" in res.err and "T.sum(xin ** 2)" in res.err
+
+
+def test_seed001_fixed_sample_matches_numpy(backend):
+    import subprocess
+    import sys
+
+    from conftest import ROOT, child_env
+
+    res = scanprobe("inspect", SAMPLES / "seed001_fixed.py")
+    assert res.rc == 0, res
+    code = (
+        "import sys; sys.path.insert(0, 'sample_graphs'); import numpy as np; import seed001_fixed as m;"
+        "x = np.asarray([7.1, 2.2, 3.4], dtype='float32'); ref = [np.sum(x[i:i + 1] ** 2) for i in range(2)];"
+        "print(np.allclose(m.out_fn(), ref, rtol=1e-6))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), cwd=ROOT)
+    assert proc.stdout.strip().endswith("True"), proc.stderr
