@@ -60,6 +60,32 @@ def _fail(err, fmt, color):
     sys.exit(err.exit_code)
 
 
+def _guarded(work, fmt="text", color=None):
+    """Run a command function: a ScanprobeError or a bug of ours ends with one line and exit 2."""
+    from scanprobe.errors import ScanprobeError
+
+    try:
+        with _Progress(sys.stderr.isatty()) as progress:
+            return work(progress)
+    except ScanprobeError as err:
+        _fail(err, fmt, color)
+    except Exception as exc:  # a bug of scanprobe's: one line, exit 2, traceback on request
+        if os.environ.get("SCANPROBE_DEBUG"):
+            raise
+        _fail(_internal(exc), fmt, color)
+
+
+def _emit(result: dict, fmt: str, render, color=None):
+    """A command's dict result: JSON (sorted keys) or its terminal renderer."""
+    if fmt == "json":
+        import json
+
+        json.dump(result, sys.stdout, indent=2, sort_keys=True, default=str)
+        sys.stdout.write("\n")
+    else:
+        render(result, sys.stdout, color=color)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="scanprobe")
 def main():
@@ -90,25 +116,19 @@ def inspect_cmd(spec, backend, mode, inputs, fmt, include_library, color, exit_z
     TARGET is the name the function is bound to in FILE, or the line of its compile call.
     """
     from scanprobe.commands.inspect import run_inspect
-    from scanprobe.errors import ScanprobeError
 
     keep: list = []
-    try:
-        with _Progress(sys.stderr.isatty()) as progress:
-            report = run_inspect(spec, backend, mode, inputs, include_library, progress, keep)
-            if html_path:
-                from scanprobe.report import html
 
-                progress.step("writing the HTML report")
-                html.write(report, keep, html_path)
-    except ScanprobeError as err:
-        _fail(err, fmt, color)
-        return
-    except Exception as exc:  # a bug of scanprobe's: one line, exit 2, traceback on request
-        if os.environ.get("SCANPROBE_DEBUG"):
-            raise
-        _fail(_internal(exc), fmt, color)
-        return
+    def work(progress):
+        report = run_inspect(spec, backend, mode, inputs, include_library, progress, keep)
+        if html_path:
+            from scanprobe.report import html
+
+            progress.step("writing the HTML report")
+            html.write(report, keep, html_path)
+        return report
+
+    report = _guarded(work, fmt, color)
     if fmt == "json":
         from scanprobe.report import json_report
 
@@ -144,7 +164,7 @@ def profile_cmd(spec, backend, mode, inputs, runs, timeout, memory_limit, device
     from scanprobe.commands.profile import run_profile
     from scanprobe.errors import ScanprobeError
 
-    try:
+    def work(progress):
         limit = None
         if memory_limit:
             from scanprobe.analysis.sizes import parse_bytes
@@ -153,25 +173,12 @@ def profile_cmd(spec, backend, mode, inputs, runs, timeout, memory_limit, device
                 limit = parse_bytes(memory_limit)
             except ValueError:
                 raise ScanprobeError(f"bad --memory-limit {memory_limit!r}", hint="write e.g. 512MiB, 8GiB or 2GB") from None
-        with _Progress(sys.stderr.isatty()) as progress:
-            prof = run_profile(spec, backend, mode, inputs, runs, timeout, limit, device, not no_node_profile, progress)
-    except ScanprobeError as err:
-        _fail(err, fmt, color)
-        return
-    except Exception as exc:
-        if os.environ.get("SCANPROBE_DEBUG"):
-            raise
-        _fail(_internal(exc), fmt, color)
-        return
-    if fmt == "json":
-        import json
+        return run_profile(spec, backend, mode, inputs, runs, timeout, limit, device, not no_node_profile, progress)
 
-        json.dump(prof, sys.stdout, indent=2, sort_keys=True, default=str)
-        sys.stdout.write("\n")
-    else:
-        from scanprobe.report import profile_terminal
+    prof = _guarded(work, fmt, color)
+    from scanprobe.report import profile_terminal
 
-        profile_terminal.render(prof, sys.stdout, color=color)
+    _emit(prof, fmt, profile_terminal.render, color)
     if prof["error"] and fmt == "json":
         click.echo(f"error: {prof['error']['message']}", err=True)
         click.echo(f"hint: {prof['error'].get('hint', '')}", err=True)
@@ -205,7 +212,7 @@ def check_cmd(files, max_buffer, max_peak, select, ignore, backend, mode, inputs
     from scanprobe.report.ci import RENDERERS
     from scanprobe.settings import load
 
-    try:
+    def work(progress):
         settings = load(Path.cwd())
         for name, text in (("max_buffer", max_buffer), ("max_peak", max_peak)):
             if text:
@@ -220,11 +227,9 @@ def check_cmd(files, max_buffer, max_peak, select, ignore, backend, mode, inputs
         if exit_zero is not None:
             settings.exit_zero = exit_zero
         settings.run = run_too
-        with _Progress(sys.stderr.isatty()) as progress:
-            result = run_check(files, settings, inputs, progress)
-    except ScanprobeError as err:
-        _fail(err, "text", None)
-        return
+        return settings, run_check(files, settings, inputs, progress)
+
+    settings, result = _guarded(work)
     RENDERERS[fmt](result, sys.stdout, settings)
     if result["errors"]:
         for e in result["errors"]:
@@ -244,14 +249,8 @@ def graph_cmd(spec, output, backend, mode, inputs):
     """Draw a target's optimized graph: scans as clusters with their inner graphs, buffers
     labelled with their predicted bytes, removable full-history buffers (SP001) in red."""
     from scanprobe.commands.graph import run_graph
-    from scanprobe.errors import ScanprobeError
 
-    try:
-        with _Progress(sys.stderr.isatty()) as progress:
-            info = run_graph(spec, output, backend, mode, inputs, progress)
-    except ScanprobeError as err:
-        _fail(err, "text", None)
-        return
+    info = _guarded(lambda progress: run_graph(spec, output, backend, mode, inputs, progress))
     click.echo(f"wrote {info['output']}: {info['target']}, {info['nodes']} nodes, {info['buffers']} scan buffers")
 
 
@@ -272,23 +271,10 @@ def fix_cmd(spec, backend, mode, inputs, runs, timeout, fmt, color):
     Exit 0 when every fix is verified, 1 when one changed the outputs, 2 on an error.
     """
     from scanprobe.commands.fix import run_fix
-    from scanprobe.errors import ScanprobeError
+    from scanprobe.report import fix_terminal
 
-    try:
-        with _Progress(sys.stderr.isatty()) as progress:
-            res = run_fix(spec, backend, mode, inputs, runs, timeout, progress)
-    except ScanprobeError as err:
-        _fail(err, fmt, color)
-        return
-    if fmt == "json":
-        import json
-
-        json.dump(res, sys.stdout, indent=2, sort_keys=True, default=str)
-        sys.stdout.write("\n")
-    else:
-        from scanprobe.report import fix_terminal
-
-        fix_terminal.render(res, sys.stdout, color=color)
+    res = _guarded(lambda progress: run_fix(spec, backend, mode, inputs, runs, timeout, progress), fmt, color)
+    _emit(res, fmt, fix_terminal.render, color)
     sys.exit(res["summary"]["exit_code"])
 
 

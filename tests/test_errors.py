@@ -62,9 +62,9 @@ def test_functions_compiled_only_in_libraries(backend):
 
 
 def test_seed001_function_called_inside_scan(backend):
-    err = _error(scanprobe("inspect", FIXTURES / "bad_seed001_function_in_scan.py"))
+    err = _error(scanprobe("inspect", ROOT / "sample_graphs" / "seed001_function_in_scan.py"))
     assert "SP004 compiled-function-in-scan" in err
-    assert "bad_seed001_function_in_scan.py:12 in step" in err
+    assert "seed001_function_in_scan.py:16 in step" in err
     assert "clone" in err and "OpFromGraph" in err
 
 
