@@ -260,6 +260,16 @@ def _outputs(fn, values):
     return [np.array(o, copy=True) for o in out]
 
 
+def _run_from(state, fn, values, spec):
+    """Outputs of one call and the measurements of ``fn``, each starting from the saved state."""
+    state.restore()
+    outputs = _outputs(fn, values)
+    state.restore()
+    measured = _measure(fn, values, spec.get("runs", 3))
+    state.restore()
+    return outputs, measured
+
+
 def _fix_all(result, report, keep, specs, spec) -> int:
     from scanprobe.commands.fix import SLICE_REWRITE
 
@@ -276,11 +286,7 @@ def _fix_all(result, report, keep, specs, spec) -> int:
         state = _SharedState(built.maker.fgraph)
         result.step(f"running {target.name} as it is")
         entry["before"] = {"predicted_peak": _predicted_peak(target, values)[0]}
-        fn = session.realize(cap)
-        state.restore()
-        before_out = _outputs(fn, values)
-        state.restore()
-        entry["before"]["measured"] = _measure(fn, values, spec.get("runs", 3))
+        before_out, entry["before"]["measured"] = _run_from(state, session.realize(cap), values, spec)
         result.save()
         result.step(f"rewriting {target.name}")
         # the save-mem rewrite, and the rewrite that shrinks the Alloc its slice reads from (without
@@ -289,20 +295,15 @@ def _fix_all(result, report, keep, specs, spec) -> int:
         fixed_built.mode_label = f"{built.mode_label} + {target.mode.save_mem_tag}"
         from scanprobe.analysis.history import classify
         from scanprobe.inputs import knowledge_for
-        from scanprobe.rules import RULES
+        from scanprobe.rules import by_code
 
         fixed_target = backend.analyse(
             fixed_built, cap, knowledge_for(cap, fixed_built.maker.fgraph.inputs, session.module_inputs(), specs, set()), session
         )
-        remaining = [f for f in RULES[0].check(fixed_target, classify(fixed_target))]
+        remaining = by_code("SP001").check(fixed_target, classify(fixed_target))
         entry["after"] = {"predicted_peak": _predicted_peak(fixed_target, values)[0], "remaining_sp001": len(remaining)}
         result.step(f"running {target.name} fixed")
-        fixed_fn = backend.realize(fixed_built)
-        state.restore()
-        after_out = _outputs(fixed_fn, values)
-        state.restore()
-        entry["after"]["measured"] = _measure(fixed_fn, values, spec.get("runs", 3))
-        state.restore()
+        after_out, entry["after"]["measured"] = _run_from(state, backend.realize(fixed_built), values, spec)
         diffs = [float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
                  for a, b in zip(before_out, after_out)]
         same_shapes = [a.shape == b.shape for a, b in zip(before_out, after_out)]
