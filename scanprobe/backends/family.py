@@ -6,6 +6,8 @@ Everything here touches backend objects through ``self.api`` (a namespace the su
 
 from __future__ import annotations
 
+import dataclasses
+
 import threading
 import time
 from abc import abstractmethod
@@ -41,7 +43,21 @@ class Built:
         self.function = None
 
 
+@dataclasses.dataclass
+class _AsCaptured:
+    """The two fields of a captured call that ``rewritten`` reads and replaces."""
+
+    args: tuple
+    kwargs: dict
+    function: object = None
+    built: object = None
+
+
 class FamilyBackend(Backend):
+    #: True where a compiled function keeps only its optimized graph (PyTensor optimizes the
+    #: graph it was given in place; Theano's ``maker.outputs`` are an unoptimized copy).
+    compiled_graph_is_optimized = False
+
     """Shared implementation for the Theano family."""
 
     #: Names of the save-mem rewrites in the backend's optdb (any one running is enough).
@@ -157,6 +173,109 @@ class FamilyBackend(Backend):
         built = Built(maker, (), {}, maker.mode, "library mode", 0.0)
         built.function = fn
         return built
+
+    # ------------------------------------------------------------------ graph fixes
+    @staticmethod
+    def _compiled_variables(captured):
+        """(outputs as a list, how to put them back, update pairs) of a captured call."""
+        args, kwargs = list(captured.args), dict(captured.kwargs)
+        outputs = args[1] if len(args) > 1 else kwargs.get("outputs")
+        updates = kwargs.get("updates") or []
+        pairs = list(updates.items()) if hasattr(updates, "items") else list(updates)
+        return outputs, pairs
+
+    def graph_fixes(self, captured, rules=("SP003", "SP002")):
+        """The graph rewrites (rewrites.Rewrite) that apply to a captured function's graph."""
+        from scanprobe.backends import rewrites
+
+        outputs, pairs = self._compiled_variables(captured)
+        outs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+        variables = [getattr(o, "variable", o) for o in outs if o is not None] + [u for _, u in pairs]
+        variables = [v for v in variables if isinstance(v, self.api.Variable)]
+        found = []
+        if "SP003" in rules:
+            found += rewrites.per_example(self, variables)
+        if "SP002" in rules:
+            taken = {r.scan_node for r in found if r.form}
+            found += rewrites.vectorize(self, variables, skip=taken)
+        return found
+
+    def fix_function(self, fn=None, inputs=None, outputs=None, kwargs=None):
+        """A fixed compile of a function: (new function, rewrites, mode note).
+
+        Either ``fn`` (a compiled function: Theano keeps its unoptimized graph in
+        ``fn.maker``; PyTensor keeps only the optimized one, which the mode fix can still be
+        applied to but which no longer shows the user's scans) or the arguments of ``function``.
+        """
+        from types import SimpleNamespace
+
+        kwargs = dict(kwargs or {})
+        if fn is not None:
+            maker = fn.maker
+            inputs = [i.variable for i in maker.inputs if not getattr(i, "implicit", False)]
+            updates = [(i.variable, i.update) for i in maker.inputs if i.update is not None]
+            outs = [o.variable for o in maker.outputs]
+            fg = maker.fgraph
+            if self.compiled_graph_is_optimized:
+                # PyTensor: only the optimized graph is left; compile a copy of it (shared
+                # variables' copies share their storage, so updates still reach the user's)
+                fg2 = fg.clone()
+                n = len(outs)
+                inputs = [v for v, i in zip(fg2.inputs, maker.inputs) if not getattr(i, "implicit", False)]
+                updates = [(fg2.inputs[k], fg2.outputs[o]) for o, k in sorted(fg.update_mapping.items())]
+                outs = list(fg2.outputs[:n])  # (DeepCopyOp outputs: the original's copies)
+                kwargs["accept_inplace"] = True
+            outputs = outs[0] if getattr(fn, "unpack_single", False) and len(outs) == 1 else outs
+            if getattr(fn, "return_none", False):
+                outputs = []
+            kwargs.setdefault("mode", maker.mode)
+            if updates:
+                kwargs["updates"] = updates
+            kwargs.setdefault("on_unused_input", "ignore")
+        cap = SimpleNamespace(args=(inputs, outputs), kwargs=kwargs)
+        rewrites = self.graph_fixes(cap)
+        applied = [r for r in rewrites if r.form]
+        if applied:
+            tmp = self.rewritten(_AsCaptured(cap.args, cap.kwargs), applied)
+            cap = SimpleNamespace(args=tmp.args, kwargs=tmp.kwargs)
+        mode, _ = self.resolve_mode(kwargs.get("mode"))
+        notes = []
+        if not self._save_mem_selected(getattr(mode, "_optimizer", None), "")[0]:
+            mode = mode.including(self.save_mem_tag, "local_subtensor_of_alloc")
+            notes.append(f"SP001: added {self.save_mem_tag} (and local_subtensor_of_alloc) to the mode")
+        if fn is not None and self.compiled_graph_is_optimized:
+            notes.append(
+                f"{self.name} keeps only the optimized graph of a compiled function: for the graph fixes "
+                "(SP002, SP003) pass function's arguments: scanprobe.fix(inputs, outputs, mode=...)"
+            )
+        kw = dict(cap.kwargs)
+        kw["mode"] = mode
+        new = self.api.function(*cap.args, **kw)
+        return new, rewrites, notes
+
+    def rewritten(self, captured, applied):
+        """A copy of a captured call whose outputs and updates carry the applied rewrites."""
+        import dataclasses
+
+        from scanprobe.backends import rewrites
+
+        outputs, pairs = self._compiled_variables(captured)
+        single = not isinstance(outputs, (list, tuple))
+        outs = [outputs] if single else list(outputs)
+        plain = [o for o in outs if isinstance(o, self.api.Variable)]
+        new = rewrites.apply(self.api, plain + [u for _, u in pairs], applied)
+        it = iter(new[: len(plain)])
+        new_outs = [next(it) if isinstance(o, self.api.Variable) else o for o in outs]
+        new_updates = [(k, u) for (k, _), u in zip(pairs, new[len(plain) :])]
+        args, kwargs = list(captured.args), dict(captured.kwargs)
+        value = new_outs[0] if single else type(outputs)(new_outs) if isinstance(outputs, tuple) else new_outs
+        if len(args) > 1:
+            args[1] = value
+        else:
+            kwargs["outputs"] = value
+        if pairs:
+            kwargs["updates"] = new_updates
+        return dataclasses.replace(captured, args=tuple(args), kwargs=kwargs, function=None, built=None)
 
     def realize(self, built):
         if built.function is None:

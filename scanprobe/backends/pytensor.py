@@ -36,7 +36,9 @@ class PyTensorBackend(FamilyBackend):
         from pytensor.compile.sharedvalue import SharedVariable
         from pytensor.graph.basic import Constant, Variable
         from pytensor.graph.fg import FunctionGraph
-        from pytensor.graph.replace import clone_replace
+        from pytensor.graph.basic import equal_computations
+        from pytensor.graph.replace import clone_replace, graph_replace, vectorize_graph
+        from pytensor.tensor.math import Dot
         from pytensor.scan.op import Scan
         from pytensor.scan.utils import ScanArgs
         from pytensor.tensor import basic as tb, elemwise, subtensor
@@ -75,8 +77,17 @@ class PyTensorBackend(FamilyBackend):
             config=pytensor.config,
             fgraph_for_infer_shape=None,
             T=pt,
+            grad=pt.grad,
+            equal_computations=equal_computations,
+            Elemwise=elemwise.Elemwise,
+            CAReduce=elemwise.CAReduce,
+            Dot=Dot,
+            vectorize_graph=vectorize_graph,
+            graph_replace=graph_replace,
         )
         return pytensor
+
+    compiled_graph_is_optimized = True
 
     def version(self):
         return self.api.module.__version__ if self.api else ""

@@ -104,6 +104,12 @@ class TheanoBackend(FamilyBackend):
             Variable=g.Variable,
             config=theano.config,
             T=T,
+            grad=theano.grad,
+            equal_computations=scan_utils.equal_computations,
+            Elemwise=elemwise.Elemwise,
+            CAReduce=elemwise.CAReduce,
+            Dot=tb.Dot,
+            vectorize_graph=None,
         )
         return theano
 

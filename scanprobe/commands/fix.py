@@ -1,9 +1,14 @@
-"""``scanprobe fix``: apply the fix of each SP001 finding and prove it by rerunning.
+"""``scanprobe fix``: apply the fixes that apply to each target and prove them by rerunning.
 
-The fix of SP001 is the rewrite an updated Theano applies: the backend's save-mem rewrite added to
-the target's own mode. Original and fixed functions run in a supervised child on the same inputs
-and shared state; a fix whose outputs differ is reported as failed. Nothing in the user's files
-is changed: the report shows the line to write.
+- SP001: the rewrite an updated Theano applies: the backend's save-mem rewrite added to the
+  target's own mode.
+- SP003: the per-example gradients of a scan over the batch, from one backward pass (the
+  sum-of-squares form) or from a per-example graph (backends/rewrites.py).
+- SP002: a map scan vectorized.
+
+Original and fixed functions run in a supervised child on the same inputs and shared state; a fix
+whose outputs differ is reported as failed. Nothing in the user's files is changed: the report
+shows the code to write.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ def run_fix(spec, backend_name=None, mode=None, inputs=(), runs=3, timeout=600.0
 
     fixes = data.get("targets", [])
     for f in fixes:
-        f["suggestion"] = suggestion(backend_name, f["mode"], f["tag"])
+        f["suggestion"] = suggestion(backend_name, f["mode"], f["tag"]) if "SP001" in f.get("rules", [f["rule"]]) else ""
     err = _error_of(data, timeout, None)
     failed = [f["name"] for f in fixes if not f.get("outputs_equal")]
     return {
@@ -53,6 +58,7 @@ def run_fix(spec, backend_name=None, mode=None, inputs=(), runs=3, timeout=600.0
         "backend": backend_name,
         "inspect": data.get("report"),
         "fixes": fixes,
+        "not_applied": data.get("not_applied", []),
         "error": err,
         "summary": {
             "fixed": [f["name"] for f in fixes if f.get("outputs_equal")],

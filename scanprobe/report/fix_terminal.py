@@ -16,12 +16,20 @@ def render(res: dict, out, color=None) -> None:
     con = _console(out, color)
     con.print(f"[bold]scanprobe fix[/] {escape(os.path.basename(res['file']))} · {res['backend']}")
     if not res["fixes"] and not res["error"]:
-        con.print("no SP001 finding: nothing to fix")
+        con.print("no finding that scanprobe can fix: nothing to do")
+    for miss in res.get("not_applied", []):
+        for rw in miss["rewrites"]:
+            con.print(f"[dim]{escape(miss['name'])} · scan `{escape(rw['scan'])}`: {rw['rule']} does not apply: {escape(rw['reason'])}[/]")
     for f in res["fixes"]:
         con.print()
         ok = f.get("outputs_equal")
         status = "[bold green]verified[/]" if ok else "[bold red]failed: the outputs changed, not applied[/]"
-        con.print(f"[bold cyan]{escape(f['name'])}[/] · SP001 · {status}")
+        con.print(f"[bold cyan]{escape(f['name'])}[/] · {' + '.join(f.get('rules', [f['rule']]))} · {status}")
+        for rw in f.get("rewrites", []):
+            if rw["form"]:
+                con.print(f"  {rw['rule']} scan `{escape(rw['scan'])}`: {rw['form']} form")
+                for d in rw["detail"]:
+                    con.print(f"    {escape(d)}")
         t = Table(show_edge=False, pad_edge=False)
         for col in ("", "before", "after", "ratio"):
             t.add_column(col, justify="right" if col else "left")
@@ -42,8 +50,12 @@ def render(res: dict, out, color=None) -> None:
             f"rtol {f['tolerance']['rtol']}, atol {f['tolerance']['atol']}); SP001 left after the fix: "
             f"{a.get('remaining_sp001', '?')}"
         )
+        for rw in f.get("rewrites", []):
+            if rw["form"] and rw.get("snippet") and ok:
+                con.print(f"  the code to write in place of scan `{escape(rw['scan'])}`:")
+                con.print(Syntax(rw["snippet"], "python", theme="ansi_dark", background_color="default"))
         site = f.get("site")
-        if site and ok:
+        if site and ok and f.get("suggestion"):
             con.print(f"  in your code ({escape(os.path.basename(site['file']))}:{site['line']}), compile with:")
             snippet = f"mode={f['suggestion']}"
             con.print(Syntax(f"# {site['code']}\n{snippet}", "python", theme="ansi_dark", background_color="default"))

@@ -271,16 +271,38 @@ def _run_from(state, fn, values, spec):
 
 
 def _fix_all(result, report, keep, specs, spec) -> int:
-    from scanprobe.commands.fix import SLICE_REWRITE
+    """Apply every fix that applies to each target and prove it by rerunning.
 
-    """Apply the SP001 fix (the backend's save-mem rewrite added to the user's mode) to every
-    target that has SP001 findings; rerun original and fixed on the same inputs and state."""
+    SP001: the backend's save-mem rewrite (and the slice-of-alloc rewrite) added to the user's mode.
+    SP003 / SP002: graph rewrites of the user's own graph (backends/rewrites.py). Original and fixed
+    functions run on the same inputs, each from the same saved shared state; a fix whose outputs
+    differ is reported as failed."""
+    from scanprobe.analysis.history import classify
+    from scanprobe.commands.fix import SLICE_REWRITE
+    from scanprobe.inputs import knowledge_for
+    from scanprobe.rules import by_code
+
     flagged = {f.target for f in report.findings if f.code == "SP001"}
     for session, cap, built, target in keep:
-        if target.name not in flagged:
-            continue
         backend = session.backend
-        entry = {"name": target.name, "rule": "SP001", "tag": target.mode.save_mem_tag, "mode": target.mode.name}
+        result.step(f"looking for graph fixes of {target.name}")
+        rewrites = backend.graph_fixes(cap)
+        applied = [r for r in rewrites if r.form]
+        sp001 = target.name in flagged
+        if not sp001 and not applied:
+            skipped = [r.plain() for r in rewrites if r.reason]
+            if skipped:
+                result.data.setdefault("not_applied", []).append({"name": target.name, "rewrites": skipped})
+            continue
+        rules = (["SP001"] if sp001 else []) + sorted({r.rule for r in applied})
+        entry = {
+            "name": target.name,
+            "rule": rules[0],
+            "rules": rules,
+            "tag": target.mode.save_mem_tag if sp001 else "",
+            "mode": target.mode.name,
+            "rewrites": [r.plain() for r in rewrites],
+        }
         result.data["targets"].append(entry)
         values = _values(cap, built, target, session.module_inputs(), specs)
         state = _SharedState(built.maker.fgraph)
@@ -289,33 +311,43 @@ def _fix_all(result, report, keep, specs, spec) -> int:
         before_out, entry["before"]["measured"] = _run_from(state, session.realize(cap), values, spec)
         result.save()
         result.step(f"rewriting {target.name}")
-        # the save-mem rewrite, and the rewrite that shrinks the Alloc its slice reads from (without
-        # it, FAST_COMPILE keeps a full-size zero Alloc that is sliced to the few rows kept)
-        fixed_built = backend.build(cap, built.mode.including(target.mode.save_mem_tag, SLICE_REWRITE))
-        fixed_built.mode_label = f"{built.mode_label} + {target.mode.save_mem_tag}"
-        from scanprobe.analysis.history import classify
-        from scanprobe.inputs import knowledge_for
-        from scanprobe.rules import by_code
-
+        fixed_cap = backend.rewritten(cap, applied) if applied else cap
+        mode = built.mode
+        if sp001:
+            # the save-mem rewrite, and the rewrite that shrinks the Alloc its slice reads from
+            # (without it, FAST_COMPILE keeps a full-size zero Alloc sliced to the rows kept)
+            mode = mode.including(target.mode.save_mem_tag, SLICE_REWRITE)
+        fixed_built = backend.build(fixed_cap, mode)
+        fixed_built.mode_label = built.mode_label + (f" + {target.mode.save_mem_tag}" if sp001 else "")
         fixed_target = backend.analyse(
-            fixed_built, cap, knowledge_for(cap, fixed_built.maker.fgraph.inputs, session.module_inputs(), specs, set()), session
+            fixed_built, fixed_cap,
+            knowledge_for(fixed_cap, fixed_built.maker.fgraph.inputs, session.module_inputs(), specs, set()), session,
         )
         remaining = by_code("SP001").check(fixed_target, classify(fixed_target))
         entry["after"] = {"predicted_peak": _predicted_peak(fixed_target, values)[0], "remaining_sp001": len(remaining)}
         result.step(f"running {target.name} fixed")
         after_out, entry["after"]["measured"] = _run_from(state, backend.realize(fixed_built), values, spec)
-        diffs = [float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
-                 for a, b in zip(before_out, after_out)]
-        same_shapes = [a.shape == b.shape for a, b in zip(before_out, after_out)]
-        entry["max_abs_diff"] = max(diffs) if diffs else 0.0
-        entry["tolerance"] = {"rtol": 1e-5, "atol": 1e-8}
-        entry["outputs_equal"] = all(same_shapes) and len(before_out) == len(after_out) and all(
-            np.allclose(a, b, rtol=1e-5, atol=1e-8) for a, b in zip(before_out, after_out)
-        )
+        _compare(entry, before_out, after_out)
         entry["site"] = to_plain(cap.site) if cap.site else None
         result.save()
     result.step("done")
     return 0
+
+
+#: Tolerance of the comparison of original and fixed outputs, by the outputs' precision.
+TOLERANCE = {"float64": {"rtol": 1e-10, "atol": 1e-12}, "other": {"rtol": 1e-5, "atol": 1e-8}}
+
+
+def _compare(entry, before_out, after_out):
+    doubles = all(np.asarray(a).dtype == np.float64 for a in before_out if np.asarray(a).dtype.kind == "f")
+    tol = TOLERANCE["float64" if doubles and before_out else "other"]
+    diffs = [float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size and a.shape == b.shape else 0.0
+             for a, b in zip(before_out, after_out)]
+    entry["max_abs_diff"] = max(diffs) if diffs else 0.0
+    entry["tolerance"] = tol
+    entry["outputs_equal"] = len(before_out) == len(after_out) and all(
+        a.shape == b.shape and np.allclose(a, b, **tol) for a, b in zip(before_out, after_out)
+    )
 
 
 def main(spec_path: str) -> int:
