@@ -34,7 +34,47 @@ def main():
         )
         commands.append(f"- {data['backend']}: `{data['command']}` on {data['machine']}, Python {data['python']}, {data['date']}")
     lines += ["", "Commands and machines:", ""] + commands + [""]
+    lines += seed002_section()
     (HERE / "RESULTS.md").write_text("\n".join(lines))
+
+
+def seed002_section():
+    out = [
+        "## Seed 002: mean of squared per-example gradients, naive scan versus `scanprobe.fix`",
+        "",
+        "`sample_graphs/seed002_per_example_grads.py` at SEED002_SIZE=medium (64 inputs, 64 hidden,",
+        "10 outputs, float64). *naive*: the asker's scan of `grad(cost[i], p) ** 2` over the batch;",
+        "*fixed*: the function `scanprobe.fix` returns (sum-of-squares form, one backward pass);",
+        "*per-example*: scanprobe's fallback form (each step clones the cost with `x[i:i+1]`, the",
+        "answer in the thread); *floor*: one ordinary gradient of the batch's mean cost. Medians of",
+        "repeated calls, all forms timed one after the other in the same process for each batch.",
+        "Slopes are fitted on log(time) against log(batch): 2 is O(B^2), 1 is O(B).",
+        "",
+    ]
+    for path in sorted((HERE / "results").glob("seed002_*.json")):
+        data = json.loads(path.read_text())
+        out += [
+            f"### {data['backend']} {data['backend_version']}",
+            "",
+            "| batch | naive | per-example | fixed | floor (one gradient) | naive / fixed | fixed / floor | max relative difference (fixed, per-example) |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for r in data["rows"]:
+            out.append(
+                f"| {r['batch']} | {r['naive_s'] * 1e3:.2f} ms | {r['per_example_s'] * 1e3:.2f} ms | {r['fixed_s'] * 1e3:.3f} ms "
+                f"| {r['floor_s'] * 1e3:.3f} ms | {r['speedup_fixed_vs_naive']:.0f}x | {r['fixed_over_floor']:.2f}x "
+                f"| {r['max_rel_diff']['fixed']:.1e}, {r['max_rel_diff']['per_example']:.1e} |"
+            )
+        sl = data["slopes"]
+        out += [
+            "",
+            f"Fitted slopes: naive {sl['naive']:.2f}, per-example {sl['per_example']:.2f}, fixed {sl['fixed']:.2f}, "
+            f"floor {sl['floor']:.2f}.",
+            "",
+            f"Command: `{data['command']}` on {data['machine']}, Python {data['python']}, numpy {data['numpy']}, {data['date']}.",
+            "",
+        ]
+    return out
 
 
 if __name__ == "__main__":

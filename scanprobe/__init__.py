@@ -3,7 +3,7 @@
 __version__ = "0.1.0"
 
 #: Version of the machine-readable report (``--format json``). Bump on any key change.
-REPORT_SCHEMA = "scanprobe.report/1"
+REPORT_SCHEMA = "scanprobe.report/2"
 
 
 def fix(*args, **kwargs):

@@ -235,7 +235,9 @@ def check_cmd(files, max_buffer, max_peak, select, ignore, backend, mode, inputs
         for e in result["errors"]:
             click.echo(f"error: {e['file']}: {e['message']}", err=True)
         sys.exit(2)
-    findings = sum(len(r.findings) for r in result["reports"])
+    from scanprobe.report.ci import counted
+
+    findings = sum(len(counted(r.findings)) for r in result["reports"])
     sys.exit(0 if settings.exit_zero or not findings else 1)
 
 

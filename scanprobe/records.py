@@ -99,6 +99,29 @@ class Buffer:
 
 
 @dataclass
+class StepWork:
+    """A step that writes its index into a whole loop-invariant tensor (SP003's evidence).
+
+    The classic case is ``grad(cost[i], p)`` in a scan over the batch: the backward pass starts
+    from a one-hot vector as long as the batch, so every step redoes the whole batch's work.
+    """
+
+    op: str  # the op that writes the step's index, e.g. IncSubtensor{Inc;int64}
+    target: str  # what the written tensor is, in the user's terms
+    length: Dim  # its leading dimension
+    equals_n_steps: bool | None  # None: could not be decided
+    downstream_ops: int = 0  # ops of the step that depend on it (the work redone each step)
+
+
+@dataclass
+class Blocker:
+    """An op of a map scan's step that stops it from being one vectorized computation (SP002)."""
+
+    op: str
+    reason: str
+
+
+@dataclass
 class OuterInput:
     """An outer input of a Scan with its role."""
 
@@ -124,6 +147,12 @@ class Scan:
     step_function: str = ""
     inputs: list[OuterInput] = field(default_factory=list)
     buffers: list[Buffer] = field(default_factory=list)
+    #: Whether a step reads state written by an earlier step (mit_mot, mit_sot, sit_sot, untraced).
+    recurrent: bool = True
+    #: Ops in the step (its inner graph, nested scans counted as one).
+    step_ops: int = 0
+    step_work: list[StepWork] = field(default_factory=list)
+    blockers: list[Blocker] = field(default_factory=list)
 
 
 @dataclass

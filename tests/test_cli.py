@@ -39,13 +39,15 @@ def test_rules_command():
 def test_json_contract_keys(backend):
     res = scanprobe("inspect", SAMPLES / "seed000_pixel_loop.py", "--mode", "FAST_COMPILE", "--format", "json")
     rep = res.json()
-    assert rep["schema"] == REPORT_SCHEMA == "scanprobe.report/1"
+    assert rep["schema"] == REPORT_SCHEMA == "scanprobe.report/2"
     assert sorted(rep) == ["backend", "file", "findings", "notes", "scanprobe", "schema", "summary", "targets"]
-    assert sorted(rep["summary"]) == ["exit_code", "findings", "removable_bytes", "targets"]
+    assert sorted(rep["summary"]) == ["exit_code", "findings", "notes", "removable_bytes", "targets"]
     target = rep["targets"][0]
     assert sorted(target) == [
         "analysis_seconds", "compile_seconds", "inputs", "mode", "n_nodes", "name", "scans", "site",
     ]
+    for key in ("recurrent", "step_ops", "step_work", "blockers"):
+        assert key in target["scans"][0]
     buf = target["scans"][0]["buffers"][0]
     for key in ("role", "dims", "shape", "bytes", "bytes_formula", "dtype", "status", "verdict", "why",
                 "belongs_to", "created_by", "created_site", "leading_offset", "reads"):

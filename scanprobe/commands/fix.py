@@ -52,6 +52,13 @@ def run_fix(spec, backend_name=None, mode=None, inputs=(), runs=3, timeout=600.0
         f["suggestion"] = suggestion(backend_name, f["mode"], f["tag"]) if "SP001" in f.get("rules", [f["rule"]]) else ""
     err = _error_of(data, timeout, None)
     failed = [f["name"] for f in fixes if not f.get("outputs_equal")]
+    # findings that no verified fix covers (e.g. SP003 where the cost mixes examples)
+    fixed_rules = {(f["name"], r) for f in fixes if f.get("outputs_equal") for r in f.get("rules", [f["rule"]])}
+    unfixed = sorted({
+        f"{x['target']}: {x['code']}"
+        for x in (data.get("report") or {}).get("findings", [])
+        if x.get("severity", "error") in ("error", "warning") and (x["target"], x["code"]) not in fixed_rules
+    })
     return {
         "schema": FIX_SCHEMA,
         "file": str(path),
@@ -63,6 +70,7 @@ def run_fix(spec, backend_name=None, mode=None, inputs=(), runs=3, timeout=600.0
         "summary": {
             "fixed": [f["name"] for f in fixes if f.get("outputs_equal")],
             "failed": failed,
-            "exit_code": 2 if err else (1 if failed else 0),
+            "unfixed": unfixed,
+            "exit_code": 2 if err else (1 if failed or unfixed else 0),
         },
     }

@@ -23,4 +23,4 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.findings else 0
+        return 1 if any(f.severity in ("error", "warning") for f in self.findings) else 0

@@ -9,9 +9,17 @@ from scanprobe import REPORT_SCHEMA, __version__
 from scanprobe.report import json_report
 
 
+#: Severities that ``check`` reports and fails on ("info" notes stay in ``inspect``).
+COUNTED = ("error", "warning")
+
+
+def counted(findings):
+    return [f for f in findings if f.severity in COUNTED]
+
+
 def _rows(result):
     for rep in result["reports"]:
-        for f in rep.findings:
+        for f in counted(rep.findings):
             yield rep, f
 
 
@@ -69,7 +77,8 @@ def render_github(result, out, settings):
 
     for rep, f in _rows(result):
         path, line = _location(rep, f)
-        out.write(f"::error file={path},line={line},title={f.code} {f.name}::{esc(f.message)}\n")
+        kind = "error" if f.severity == "error" else "warning"
+        out.write(f"::{kind} file={path},line={line},title={f.code} {f.name}::{esc(f.message)}\n")
     for e in result["errors"]:
         out.write(f"::error file={e['file']},title=scanprobe error::{esc(e['message'])}\n")
 
@@ -103,7 +112,7 @@ def sarif(result, settings) -> dict:
             {
                 "ruleId": f.code,
                 "ruleIndex": index.get(f.code, 0),
-                "level": "error",
+                "level": "error" if f.severity == "error" else "warning",
                 "message": {"text": text},
                 "locations": [
                     {

@@ -59,6 +59,8 @@ def render(res: dict, out, color=None) -> None:
             con.print(f"  in your code ({escape(os.path.basename(site['file']))}:{site['line']}), compile with:")
             snippet = f"mode={f['suggestion']}"
             con.print(Syntax(f"# {site['code']}\n{snippet}", "python", theme="ansi_dark", background_color="default"))
+    if res["summary"].get("unfixed"):
+        con.print(f"[bold yellow]not fixed:[/] {escape(', '.join(res['summary']['unfixed']))} (see scanprobe inspect for the why)")
     if res["error"]:
         con.print(f"[bold red]error:[/] {escape(res['error']['message'])}")
         if res["error"].get("hint"):

@@ -34,16 +34,19 @@ def render(report, pictures: dict | None = None) -> str:
         f"<h1>scanprobe report: {_e(os.path.basename(report.file))}</h1>",
         f"<p class='note'>{_e(report.backend)} {_e(report.backend_version)} ({_e(report.backend_why)})</p>",
     ]
-    n = len(report.findings)
-    total = sum(f.bytes or 0 for f in report.findings)
+    counted = [f for f in report.findings if f.severity in ("error", "warning")]
+    n, notes = len(counted), len(report.findings) - len(counted)
+    total = sum(f.bytes or 0 for f in report.findings if f.code == "SP001")
     parts.append(
-        f"<p id='summary'><b>{n} finding{'s' if n != 1 else ''}</b> in {len(report.targets)} "
+        f"<p id='summary'><b>{n} finding{'s' if n != 1 else ''}</b>"
+        + (f" (+ {notes} note{'s' if notes != 1 else ''})" if notes else "")
+        + f" in {len(report.targets)} "
         f"target{'s' if len(report.targets) != 1 else ''} · {_e(human_bytes(total))} held in removable history</p>"
     )
     for f in report.findings:
         site = f" at <code>{_e(f.site.short())}</code>: <code>{_e(f.site.code)}</code>" if f.site else ""
         parts.append(
-            f"<div class='finding'><b>{_e(f.code)} {_e(f.name)}</b> · {_e(f.target)}<br>{_e(f.message)}{site}<ul>"
+            f"<div class='finding {_e(f.severity)}'><b>{_e(f.code)} {_e(f.name)}</b> · {_e(f.target)}<br>{_e(f.message)}{site}<ul>"
             + "".join(f"<li>{_e(x)}</li>" for x in f.explanation)
             + "".join(f"<li><b>fix:</b> {_e(x)}</li>" for x in f.fix)
             + "</ul></div>"

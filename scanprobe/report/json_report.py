@@ -23,7 +23,8 @@ def as_dict(report) -> dict:
                 bd["verdict"] = v.verdict if v else ""
                 bd["why"] = list(v.why) if v else []
         targets.append(td)
-    removable = sum(f.bytes or 0 for f in report.findings)
+    removable = sum(f.bytes or 0 for f in report.findings if f.code == "SP001")
+    counted = [f for f in report.findings if f.severity in ("error", "warning")]
     return {
         "schema": REPORT_SCHEMA,
         "scanprobe": __version__,
@@ -34,7 +35,8 @@ def as_dict(report) -> dict:
         "findings": [to_plain(f) for f in report.findings],
         "summary": {
             "targets": len(report.targets),
-            "findings": len(report.findings),
+            "findings": len(counted),
+            "notes": len(report.findings) - len(counted),
             "removable_bytes": removable,
             "exit_code": report.exit_code,
         },

@@ -90,21 +90,27 @@ def render(report, out, color=None) -> None:
                 )
     con.print()
     if report.findings:
+        colour = {"error": "red", "warning": "yellow", "info": "blue"}
         for f in report.findings:
-            con.print(f"[bold red]{f.code}[/] [red]{f.name}[/] [bold]{escape(f.target)}[/]: {escape(f.message)}")
+            c = colour.get(f.severity, "red")
+            con.print(f"[bold {c}]{f.code}[/] [{c}]{f.name}[/] [bold]{escape(f.target)}[/]: {escape(f.message)}")
             if f.site:
                 con.print(f"    at {escape(f.site.short())}: [dim]{escape(f.site.code)}[/]")
             for line in f.explanation:
                 con.print(f"    {escape(line)}")
             for line in f.fix:
                 con.print(f"    [green]fix:[/] {escape(line)}")
-        total = sum(f.bytes or 0 for f in report.findings)
-        symbolic = sum(1 for f in report.findings if f.bytes is None)
+        history = [f for f in report.findings if f.code == "SP001"]
+        total = sum(f.bytes or 0 for f in history)
+        symbolic = sum(1 for f in history if f.bytes is None)
         held = human_bytes(total) + (f" + {symbolic} of symbolic size" if symbolic else "")
+        counted = [f for f in report.findings if f.severity in ("error", "warning")]
+        notes = len(report.findings) - len(counted)
         con.print(
-            f"[bold red]{len(report.findings)} finding{'s' if len(report.findings) != 1 else ''}[/]"
-            f" in {len(report.targets)} target{'s' if len(report.targets) != 1 else ''}"
-            f" · {held} held in removable history"
+            f"[bold red]{len(counted)} finding{'s' if len(counted) != 1 else ''}[/]"
+            + (f" (+ {notes} note{'s' if notes != 1 else ''})" if notes else "")
+            + f" in {len(report.targets)} target{'s' if len(report.targets) != 1 else ''}"
+            + (f" · {held} held in removable history" if history else "")
         )
     else:
         con.print(f"[bold green]no findings[/] in {len(report.targets)} target{'s' if len(report.targets) != 1 else ''}")

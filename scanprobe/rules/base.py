@@ -23,6 +23,11 @@ class Finding:
     fix: list[str] = field(default_factory=list)
 
 
+def step_label(scan) -> str:
+    """`` (step `name`)`` when the user's step function has a name other than the scan's."""
+    return f" (step `{scan.step_function}`)" if scan.step_function and scan.step_function != scan.name else ""
+
+
 class Rule(ABC):
     """One rule: a code, a name after the pattern, documented sections, and a check.
 
