@@ -76,7 +76,7 @@ def main():
         compile_alone_warm_total_s=med(alone_w),
         compile_alone_warm_compile_call_s=med(alone_compile),
         ratio_inspect_to_compile_alone_total=med(inspect_w) / med(alone_w),
-        predicted_bytes=[f["bytes"] for f in report["findings"]],
+        predicted_bytes=[f["bytes"] for f in report["findings"] if f["code"] == "SP001"],
         removable_bytes=report["summary"]["removable_bytes"],
     )
     result = {

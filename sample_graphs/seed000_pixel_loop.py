@@ -11,7 +11,8 @@ The asker's Theano of 2016 did not shrink these buffers even in FAST_RUN (fixed 
 sample compiles in FAST_COMPILE to reproduce what they saw (SEED000_MODE=FAST_RUN, or
 `scanprobe inspect --mode FAST_RUN`, shows the fixed behaviour).
 
-Sizes: SEED000_SIZE=small (default: 8 images, 8x8), scaled (32 images, 32x32), real.
+Sizes: SEED000_SIZE=small (default: 8 images, 8x8), medium (16x16), scaled (32 images, 32x32),
+real; SEED000_BATCH overrides the number of images.
 """
 
 import os
@@ -20,8 +21,9 @@ import numpy as np
 
 from _backend import T, floatX, th
 
-SIZES = {"small": (8, 3, 8, 8), "scaled": (32, 3, 32, 32), "real": (2000, 3, 32, 32)}
+SIZES = {"small": (8, 3, 8, 8), "medium": (8, 3, 16, 16), "scaled": (32, 3, 32, 32), "real": (2000, 3, 32, 32)}
 B, C, H, W = SIZES[os.environ.get("SEED000_SIZE", "small")]
+B = int(os.environ.get("SEED000_BATCH", B))
 
 rng = np.random.default_rng(0)
 images = th.shared(rng.random((B, C, H, W), dtype=np.float32).astype(floatX), name="images")

@@ -1,0 +1,95 @@
+"""Benchmark: cost of scanprobe's analysis as graphs grow, up to about 50,000 nodes.
+
+Synthetic user modules: K scans in a chain, each step a chain of M elementwise stages, some with
+a nested scan in the step; compiled in FAST_COMPILE. For each, `scanprobe inspect --format json`
+in a fresh process; the report gives the analysis seconds (the walk of the optimized graph,
+inner graphs included, shapes, reads, rules) apart from loading and compiling. Nodes counted:
+the function's own nodes plus every scan's step ops. The fitted slope of log(analysis time)
+against log(nodes) is 1 for linear growth.
+
+Usage (inside one backend's environment): python bench/bench_scaling.py
+Writes bench/results/scaling_<backend>.json.
+"""
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# (scans, elementwise stages per step, nested scan in every n-th step (0: none))
+SHAPES = [(1, 20, 0), (1, 200, 0), (5, 400, 0), (20, 400, 2), (50, 400, 0), (100, 240, 4)]
+
+
+def module(scans, stages, nested_every) -> str:
+    lines = [
+        "import numpy as np",
+        "from _backend import T, th",
+        "x0 = T.vector('x0', dtype='float64')",
+        "seq = T.matrix('seq', dtype='float64')",
+        "SCANPROBE_INPUTS = {'x0': np.ones(4), 'seq': np.ones((16, 4))}",
+        "h = x0",
+        f"for k in range({scans}):",
+        "    nested = " + (f"(k % {nested_every} == 0)" if nested_every else "False"),
+        "    def step(s, hp, nested=nested):",
+        "        a = hp",
+        f"        for j in range({stages}):",
+        "            a = T.tanh(a * 0.5 + s)",
+        "        if nested:",
+        "            a = th.scan(lambda b: T.tanh(b * 0.5), outputs_info=[a], n_steps=3)[0][-1]",
+        "        return a",
+        "    h = th.scan(step, sequences=[seq], outputs_info=[h])[0][-1]",
+        "f = th.function([x0, seq], h, mode='FAST_COMPILE')",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    backend = os.environ.get("SAMPLE_BACKEND") or ("theano" if __import__("importlib").util.find_spec("theano") else "pytensor")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "_backend.py").write_text((ROOT / "sample_graphs" / "_backend.py").read_text())
+        for scans, stages, nested in SHAPES:
+            path = Path(tmp) / f"synthetic_{scans}_{stages}_{nested}.py"
+            path.write_text(module(scans, stages, nested))
+            env = dict(os.environ, SAMPLE_BACKEND=backend)
+            t0 = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-m", "scanprobe", "inspect", str(path), "--format", "json"],
+                                  capture_output=True, text=True, env=env, cwd=ROOT)
+            wall = time.perf_counter() - t0
+            rep = json.loads(proc.stdout)
+            assert "targets" in rep, proc.stdout[-2000:] + proc.stderr[-2000:]
+            (t,) = rep["targets"]
+            nodes = t["n_nodes"] + sum(s["step_ops"] for s in t["scans"])
+            row = {"scans": scans, "stages": stages, "nested_every": nested, "scan_records": len(t["scans"]),
+                   "nodes": nodes, "analysis_s": t["analysis_seconds"], "compile_s": t["compile_seconds"], "wall_s": wall}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    n = np.array([r["nodes"] for r in rows], float)
+    a = np.array([r["analysis_s"] for r in rows], float)
+    big = n >= 1000
+    result = {
+        "backend": backend,
+        "backend_version": __import__(backend).__version__,
+        "command": "python bench/bench_scaling.py",
+        "python": platform.python_version(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "rows": rows,
+        "loglog_slope": float(np.polyfit(np.log(n[big]), np.log(a[big]), 1)[0]),
+        "seconds_per_1000_nodes": float(np.polyfit(n, a, 1)[0] * 1000),
+    }
+    out = ROOT / "bench" / "results" / f"scaling_{backend}.json"
+    out.write_text(json.dumps(result, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
