@@ -82,7 +82,7 @@ def collect(name, prof, rows, targets):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--programs", type=int, default=12)
+    ap.add_argument("--programs", type=int, default=8)
     opts = ap.parse_args()
     backend = os.environ.get("SAMPLE_BACKEND") or ("theano" if __import__("importlib").util.find_spec("theano") else "pytensor")
     rows, targets = [], []

@@ -43,6 +43,36 @@ class Built:
         self.function = None
 
 
+class _TraceLimit:
+    """Sets the backend's traceback limit to 0 for the duration of a ``with`` block."""
+
+    def __init__(self, config):
+        self.config = config
+        self.saved = None
+
+    def __enter__(self):
+        cfg = self.config
+        try:
+            if hasattr(cfg, "traceback__limit"):  # PyTensor
+                self.saved = ("traceback__limit", cfg.traceback__limit)
+                cfg.traceback__limit = 0
+            else:  # Theano: config.traceback.limit
+                self.saved = ("limit", cfg.traceback.limit)
+                cfg.traceback.limit = 0
+        except Exception:  # noqa: BLE001 - a config without the flag: nothing to do
+            self.saved = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.saved is not None:
+            name, value = self.saved
+            if name == "traceback__limit":
+                self.config.traceback__limit = value
+            else:
+                self.config.traceback.limit = value
+        return False
+
+
 @dataclasses.dataclass
 class _AsCaptured:
     """The two fields of a captured call that ``rewritten`` reads and replaces."""
@@ -157,7 +187,8 @@ class FamilyBackend(Backend):
         _BUILD.stop = True
         maker_cls.create = create
         try:
-            self.api.function(*args, mode=mode, **kwargs)
+            with self.without_traces():
+                self.api.function(*args, mode=mode, **kwargs)
         except _StopBeforeLink as stop:
             built = Built(stop.maker, stop.args, stop.kwargs, mode, label, time.perf_counter() - t0)
             built.from_cli = mode_override is not None
@@ -334,7 +365,21 @@ class FamilyBackend(Backend):
         )
 
     # ------------------------------------------------------------------ analysis
+    def without_traces(self):
+        """A context in which new graph nodes record no user stack trace.
+
+        Every node a backend creates walks the Python stack to record where it was made; frames
+        inside the backend are skipped without counting, so deep internal recursion (a scan's
+        shape inference over a large inner graph) makes that walk quadratic. scanprobe reads sites
+        from its own captures, never from these traces, so its own graph work runs without them.
+        """
+        return _TraceLimit(self.api.config)
+
     def analyse(self, built, captured, knowledge, session) -> R.Target:
+        with self.without_traces():
+            return self._analyse(built, captured, knowledge, session)
+
+    def _analyse(self, built, captured, knowledge, session) -> R.Target:
         t0 = time.perf_counter()
         walker = GraphWalker(self, built.maker.fgraph, captured, knowledge, session)
         target = R.Target(
@@ -460,6 +505,7 @@ class GraphWalker:
         self._next_id = 0
         self._scans: list[R.Scan] = []
         self._skey_memo: dict[int, Any] = {}
+        self._skey_intern: dict[tuple, int] = {}
 
     # -------------------------------------------------------------- setup
     def _clone_with_shapes(self, fgraph):
@@ -811,6 +857,10 @@ class _Level:
                 k = self.skey(node.inputs[0])
             else:
                 k = (str(node.op), node.outputs.index(var), tuple(self.skey(i) for i in node.inputs))
+        if isinstance(k, tuple):
+            # hash-consing: a structural key is a small int, so that keys of deep shape graphs
+            # (which share sub-graphs: a tree expansion can be exponential) hash in O(1)
+            k = self.w._skey_intern.setdefault(k, len(self.w._skey_intern))
         memo[id(var)] = k
         return k
 
