@@ -99,7 +99,7 @@ def main():
     close = sum(1 for r in sized if r["measured"] and abs(r["predicted"] - r["measured"]) <= 0.01 * r["measured"])
     result = {
         "backend": backend,
-        "backend_version": __import__(backend).__version__,
+        "backend_version": __import__("importlib.metadata").metadata.version(backend),
         "command": f"python bench/bench_accuracy.py --programs {opts.programs}",
         "python": platform.python_version(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",

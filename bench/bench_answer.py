@@ -113,10 +113,10 @@ def main():
         ys = [r[key]["wall_s"] for r in rows]
         return float(np.polyfit(np.log(bs), np.log(ys), 1)[0])
 
-    mod = __import__(backend)
+    from importlib.metadata import version
     result = {
         "backend": backend,
-        "backend_version": mod.__version__,
+        "backend_version": version(backend),
         "command": f"python bench/bench_answer.py --batches {opts.batches} --size {opts.size}",
         "python": platform.python_version(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",

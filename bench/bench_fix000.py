@@ -37,7 +37,7 @@ def main():
     b, a = f["before"]["measured"], f["after"]["measured"]
     result = {
         "backend": backend,
-        "backend_version": __import__(backend).__version__,
+        "backend_version": __import__("importlib.metadata").metadata.version(backend),
         "command": "SEED000_SIZE=scaled python bench/bench_fix000.py",
         "python": platform.python_version(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",

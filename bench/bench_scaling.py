@@ -86,7 +86,7 @@ def main():
     big = n >= 1000
     result = {
         "backend": backend,
-        "backend_version": __import__(backend).__version__,
+        "backend_version": __import__("importlib.metadata").metadata.version(backend),
         "command": "python bench/bench_scaling.py",
         "python": platform.python_version(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
