@@ -840,29 +840,44 @@ class _Level:
         return f"{type(op).__name__}(...)"
 
     def skey(self, var):
-        """A structural key: equal keys mean the same value, whatever the variables' identity."""
+        """A structural key: equal keys mean the same value, whatever the variables' identity.
+
+        Keys are hash-consed to small ints (shape graphs share sub-graphs: hashing nested tuples
+        would expand them into trees, exponential for nested scans over long chains), and
+        computed without recursion (graphs thousands of ops deep).
+        """
         memo = self.w._skey_memo
         k = memo.get(id(var))
         if k is not None:
             return k
-        api = self.api
-        if _is_constant(api, var):
-            k = ("c", str(np.asarray(var.data).tolist()))
-        elif var.owner is None:
-            k = ("v", id(var))
-        else:
-            node = var.owner
-            name = _op_name(node.op)
-            if name in ("Cast", "Identity") or type(node.op).__name__ in ("ScalarFromTensor", "TensorFromScalar"):
-                k = self.skey(node.inputs[0])
+        api, intern = self.api, self.w._skey_intern
+        stack = [var]
+        while stack:
+            v = stack[-1]
+            if id(v) in memo:
+                stack.pop()
+                continue
+            if _is_constant(api, v):
+                k = ("c", str(np.asarray(v.data).tolist()))
+            elif v.owner is None:
+                k = ("v", id(v))
             else:
-                k = (str(node.op), node.outputs.index(var), tuple(self.skey(i) for i in node.inputs))
-        if isinstance(k, tuple):
-            # hash-consing: a structural key is a small int, so that keys of deep shape graphs
-            # (which share sub-graphs: a tree expansion can be exponential) hash in O(1)
-            k = self.w._skey_intern.setdefault(k, len(self.w._skey_intern))
-        memo[id(var)] = k
-        return k
+                node = v.owner
+                name = _op_name(node.op)
+                through = name in ("Cast", "Identity") or type(node.op).__name__ in ("ScalarFromTensor", "TensorFromScalar")
+                deps = node.inputs[:1] if through else node.inputs
+                missing = [i for i in deps if id(i) not in memo]
+                if missing:
+                    stack.extend(missing)
+                    continue
+                if through:
+                    memo[id(v)] = memo[id(node.inputs[0])]
+                    stack.pop()
+                    continue
+                k = (str(node.op), node.outputs.index(v), tuple(memo[id(i)] for i in node.inputs))
+            memo[id(v)] = intern.setdefault(k, len(intern))
+            stack.pop()
+        return memo[id(var)]
 
     def split_offset(self, var):
         """(structural key of base, constant k) such that var == base + k."""
@@ -1491,20 +1506,21 @@ class _StepFacts:
 
 
 def _inner_apply_nodes(inputs, outputs):
-    """Apply nodes of an inner graph in topological order (no FunctionGraph needed)."""
-    order, seen = [], set()
-
-    def visit(var):
-        node = var.owner
-        if node is None or id(node) in seen:
-            return
-        seen.add(id(node))
-        for i in node.inputs:
-            visit(i)
+    """Apply nodes of an inner graph in topological order (no FunctionGraph, no recursion)."""
+    order, done, stack = [], set(), [o.owner for o in outputs if o.owner is not None]
+    entered = set()
+    while stack:
+        node = stack[-1]
+        if id(node) in done:
+            stack.pop()
+            continue
+        if id(node) not in entered:
+            entered.add(id(node))
+            stack.extend(i.owner for i in node.inputs if i.owner is not None and id(i.owner) not in done)
+            continue
+        stack.pop()
+        done.add(id(node))
         order.append(node)
-
-    for o in outputs:
-        visit(o)
     return order
 
 

@@ -76,19 +76,21 @@ def _ancestors(outputs):
 
 
 def _toposort(outputs):
-    order, seen = [], set()
-
-    def visit(v):
-        node = v.owner
-        if node is None or id(node) in seen:
-            return
-        seen.add(id(node))
-        for i in node.inputs:
-            visit(i)
+    """Apply nodes of ``outputs``' graph in topological order (no recursion: deep graphs)."""
+    order, done, entered = [], set(), set()
+    stack = [o.owner for o in outputs if o.owner is not None]
+    while stack:
+        node = stack[-1]
+        if id(node) in done:
+            stack.pop()
+            continue
+        if id(node) not in entered:
+            entered.add(id(node))
+            stack.extend(i.owner for i in node.inputs if i.owner is not None and id(i.owner) not in done)
+            continue
+        stack.pop()
+        done.add(id(node))
         order.append(node)
-
-    for o in outputs:
-        visit(o)
     return order
 
 
