@@ -153,6 +153,8 @@ class Scan:
     step_ops: int = 0
     step_work: list[StepWork] = field(default_factory=list)
     blockers: list[Blocker] = field(default_factory=list)
+    #: Ops of the step that the optimizer does not look into (OpFromGraph that is not inlined).
+    opaque: list[Blocker] = field(default_factory=list)
 
 
 @dataclass

@@ -46,7 +46,7 @@ def test_json_contract_keys(backend):
     assert sorted(target) == [
         "analysis_seconds", "compile_seconds", "inputs", "mode", "n_nodes", "name", "scans", "site",
     ]
-    for key in ("recurrent", "step_ops", "step_work", "blockers"):
+    for key in ("recurrent", "step_ops", "step_work", "blockers", "opaque"):
         assert key in target["scans"][0]
     buf = target["scans"][0]["buffers"][0]
     for key in ("role", "dims", "shape", "bytes", "bytes_formula", "dtype", "status", "verdict", "why",

@@ -17,6 +17,7 @@ CASES = {
     "SP001": (["inspect", SAMPLES / "seed000_pixel_loop.py"], ["inspect", SAMPLES / "seed000_pixel_loop_clean.py"]),
     "SP002": (["inspect", FIXTURES / "map_scan.py"], ["inspect", SAMPLES / "rnn_bptt.py"]),
     "SP003": (["inspect", SAMPLES / "seed002_per_example_grads.py"], ["inspect", SAMPLES / "seed002_clean.py"]),
+    "SP005": (["inspect", FIXTURES / "ofg_in_scan.py"], ["inspect", SAMPLES / "seed001_fixed.py"]),
     "SP010": (["check", SAMPLES / "seed000_pixel_loop.py", "--max-buffer", "100kB", "--select", "SP010"],
               ["check", SAMPLES / "mlp_no_scan.py", "--max-buffer", "100kB", "--select", "SP010"]),
     "SP011": (["check", SAMPLES / "seed000_pixel_loop.py", "--max-peak", "500kB", "--select", "SP011"],

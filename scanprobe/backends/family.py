@@ -1386,6 +1386,7 @@ class _StepFacts:
         self.non_seq_outer = {id(i): o for i, o in zip(a.inner_in_non_seqs, a.outer_in_non_seqs)}
         self.writes = []
         self.blockers = []
+        self.opaque = []
         for node in self.nodes:
             name = type(node.op).__name__
             if "IncSubtensor" in name and id(node.inputs[0]) not in varying and any(
@@ -1398,6 +1399,10 @@ class _StepFacts:
             reason = self._blocks(node)
             if reason:
                 self.blockers.append((node, reason))
+            if any(c.__name__ == "OpFromGraph" for c in type(node.op).__mro__) and not getattr(
+                node.op, "is_inline", getattr(node.op, "inline", False)
+            ):
+                self.opaque.append(node)
 
     def _leading_source(self, var):
         """The inner input whose leading axis ``var``'s leading axis comes from (or None)."""
@@ -1498,6 +1503,9 @@ class _StepFacts:
                     downstream_ops=count,
                 )
             )
+        for node in self.opaque:
+            name = getattr(node.op, "name", None) or type(node.op).__name__
+            rec.opaque.append(R.Blocker(op=str(name), reason=f"{len(node.op.fgraph.apply_nodes) if hasattr(node.op, 'fgraph') else '?'} ops inside"))
         seen = set()
         for node, reason in self.blockers:
             if (str(node.op), reason) not in seen:

@@ -36,7 +36,7 @@ def render(report, pictures: dict | None = None) -> str:
     ]
     counted = [f for f in report.findings if f.severity in ("error", "warning")]
     n, notes = len(counted), len(report.findings) - len(counted)
-    total = sum(f.bytes or 0 for f in report.findings if f.code == "SP001")
+    total = sum(f.bytes or 0 for f in report.findings if f.code == "SP001" and f.severity != "info")
     parts.append(
         f"<p id='summary'><b>{n} finding{'s' if n != 1 else ''}</b>"
         + (f" (+ {notes} note{'s' if notes != 1 else ''})" if notes else "")

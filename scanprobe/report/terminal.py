@@ -100,7 +100,7 @@ def render(report, out, color=None) -> None:
                 con.print(f"    {escape(line)}")
             for line in f.fix:
                 con.print(f"    [green]fix:[/] {escape(line)}")
-        history = [f for f in report.findings if f.code == "SP001"]
+        history = [f for f in report.findings if f.code == "SP001" and f.severity != "info"]
         total = sum(f.bytes or 0 for f in history)
         symbolic = sum(1 for f in history if f.bytes is None)
         held = human_bytes(total) + (f" + {symbolic} of symbolic size" if symbolic else "")

@@ -21,6 +21,10 @@ cost = res.sum()
 f = theano.function([], theano.grad(cost, [x, b]), mode="FAST_COMPILE")
 ```
 
+Where the history is needed (the backward pass of backpropagation through time reads every
+step), SP001 adds an `info` note instead: the memory `scan_checkpoints(..., save_every_N=N)`
+would keep for a few N (every N-th state plus one recomputed segment of N steps).
+
 ## Use instead
 ```python
 f = theano.function([], theano.grad(cost, [x, b]), mode="FAST_RUN")  # runs save-mem
@@ -49,6 +53,11 @@ class FullHistoryBuffer(Rule):
     def check(self, target, verdicts, settings=None):
         findings = []
         for v in verdicts:
+            if v.status == "full" and v.verdict == "needed":
+                note = self._checkpoints(target, v)
+                if note is not None:
+                    findings.append(note)
+                continue
             if v.status != "full" or v.verdict != "removable":
                 continue
             buf, scan = v.buffer, v.scan
@@ -79,6 +88,37 @@ class FullHistoryBuffer(Rule):
                 )
             )
         return findings
+
+    def _checkpoints(self, target, v):
+        """An info note: what scan_checkpoints would keep of history the backward pass reads."""
+        buf, scan = v.buffer, v.scan
+        n, rows = scan.n_steps.value, buf.dims[0].value if buf.dims else None
+        if scan.is_gradient or buf.bytes is None or not n or not rows or n < 16:
+            return None
+        backward = any(s.is_gradient for s in target.scans) or any(r.kind == "scan_sequence" for r in buf.reads)
+        if buf.role not in ("sit_sot", "mit_sot") or not backward:
+            return None
+        row = buf.bytes // rows
+        import math
+
+        choices = sorted({4, 16, max(2, int(round(math.sqrt(n)))), 64} - {n})
+        cells = [f"N={k}: {human_bytes((math.ceil(n / k) + 1 + k) * row)}" for k in choices if k < n]
+        return Finding(
+            code=self.code,
+            name=self.name,
+            target=target.name,
+            message=(
+                f"{buf.belongs_to} in scan `{scan.name}` keeps every step ({human_bytes(buf.bytes)}), "
+                "read by the backward pass: needed; scan_checkpoints would keep less"
+            ),
+            severity="info",
+            scan=scan.name,
+            site=scan.site,
+            bytes=None,
+            explanation=[f"with scan_checkpoints(..., save_every_N=N): {'; '.join(cells)} (forward steps recomputed)"],
+            fix=["theano.scan_checkpoints / pytensor.scan.checkpoints.scan_checkpoints in place of scan, "
+                 "with save_every_N near sqrt(n_steps)"],
+        )
 
     @staticmethod
     def _fix(target, v) -> list[str]:
