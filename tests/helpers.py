@@ -12,5 +12,6 @@ def buffers(report, target=None):
     return out
 
 
-def findings(report, code="SP001"):
-    return [f for f in report["findings"] if f["code"] == code]
+def findings(report, code="SP001", severities=("error", "warning")):
+    """Findings of one rule (its info notes left out unless asked for)."""
+    return [f for f in report["findings"] if f["code"] == code and f["severity"] in severities]

@@ -8,9 +8,9 @@ def test_rnn_history_is_needed_not_waste(backend):
     res = scanprobe("inspect", SAMPLES / "rnn_bptt.py", "--format", "json")
     assert res.rc == 0, res
     rep = res.json()
-    assert [f for f in findings(rep) if f["severity"] != "info"] == []
+    assert findings(rep) == []
     # the needed history gets a note: what scan_checkpoints would keep (50 steps of 16x32 float32)
-    (note,) = [f for f in findings(rep) if f["severity"] == "info"]
+    (note,) = findings(rep, severities=("info",))
     assert "read by the backward pass: needed" in note["message"]
     assert "N=4: 36.9 kB" in note["explanation"][0]  # (ceil(50/4) + 1 + 4) rows of 2048 B
     state = [b for b in buffers(rep) if b["role"] == "sit_sot" and b["belongs_to"] == "recurrent state `h_prev`"]

@@ -29,6 +29,8 @@ def run_check(files, settings, inputs=(), progress=None) -> dict:
                     )
                 loaded_backend = backend.name
             rep = run_inspect(str(path), settings.backend, settings.mode, tuple(inputs), settings=settings)
+            # check reports and fails on errors and warnings; info notes stay with inspect
+            rep.findings = [f for f in rep.findings if f.severity in ("error", "warning")]
             if getattr(settings, "run", False):
                 if any(f.code == "SP011" for f in rep.findings):
                     rep.notes.append("not run: its predicted scan buffers are already over --max-peak")

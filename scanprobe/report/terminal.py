@@ -106,8 +106,10 @@ def render(report, out, color=None) -> None:
         held = human_bytes(total) + (f" + {symbolic} of symbolic size" if symbolic else "")
         counted = [f for f in report.findings if f.severity in ("error", "warning")]
         notes = len(report.findings) - len(counted)
+        head = (f"[bold red]{len(counted)} finding{'s' if len(counted) != 1 else ''}[/]" if counted
+                else "[bold green]no findings[/]")
         con.print(
-            f"[bold red]{len(counted)} finding{'s' if len(counted) != 1 else ''}[/]"
+            head
             + (f" (+ {notes} note{'s' if notes != 1 else ''})" if notes else "")
             + f" in {len(report.targets)} target{'s' if len(report.targets) != 1 else ''}"
             + (f" · {held} held in removable history" if history else "")

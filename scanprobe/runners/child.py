@@ -282,7 +282,7 @@ def _fix_all(result, report, keep, specs, spec) -> int:
     from scanprobe.inputs import knowledge_for
     from scanprobe.rules import by_code
 
-    flagged = {f.target for f in report.findings if f.code == "SP001"}
+    flagged = {f.target for f in report.findings if f.code == "SP001" and f.severity != "info"}
     for session, cap, built, target in keep:
         backend = session.backend
         result.step(f"looking for graph fixes of {target.name}")
