@@ -25,21 +25,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-MODULES = [
-    ("sample_graphs/seed000_pixel_loop.py", {"SEED000_SIZE": "medium"}),
-    ("sample_graphs/rnn_bptt.py", {}),
-    ("sample_graphs/seed002_per_example_grads.py", {}),
-    ("tests/fixtures/nested.py", {}),
-    ("tests/fixtures/taps_multi.py", {}),
-    ("tests/fixtures/while_scan.py", {}),
-    ("tests/fixtures/truncated.py", {}),
-    ("tests/fixtures/map_scan.py", {}),
+MODULES = [  # (module, environment, extra arguments: the inputs a module does not give)
+    ("sample_graphs/seed000_pixel_loop.py", {"SEED000_SIZE": "medium"}, []),
+    ("sample_graphs/rnn_bptt.py", {}, []),
+    ("sample_graphs/seed002_per_example_grads.py", {}, []),
+    ("tests/fixtures/nested.py", {}, ["--input", "x=100x4"]),
+    ("tests/fixtures/taps_multi.py", {}, ["--input", "n=1000"]),
+    ("tests/fixtures/while_scan.py", {}, ["--input", "x0=1"]),
+    ("tests/fixtures/truncated.py", {}, ["--input", "x=100x6"]),
+    ("tests/fixtures/map_scan.py", {}, []),
 ]
 
 
-def profile(path, env_extra, cwd=ROOT):
+def profile(path, env_extra, args=(), cwd=ROOT):
     env = dict(os.environ, **env_extra)
-    proc = subprocess.run([sys.executable, "-m", "scanprobe", "profile", str(path), "--runs", "1", "--format", "json"],
+    proc = subprocess.run([sys.executable, "-m", "scanprobe", "profile", str(path), *args, "--runs", "1", "--format", "json"],
                           capture_output=True, text=True, env=env, cwd=cwd, timeout=900)
     try:
         return json.loads(proc.stdout)
@@ -86,8 +86,8 @@ def main():
     opts = ap.parse_args()
     backend = os.environ.get("SAMPLE_BACKEND") or ("theano" if __import__("importlib").util.find_spec("theano") else "pytensor")
     rows, targets = [], []
-    for rel, env in MODULES:
-        collect(rel, profile(ROOT / rel, dict(env, SAMPLE_BACKEND=backend)), rows, targets)
+    for rel, env, args in MODULES:
+        collect(rel, profile(ROOT / rel, dict(env, SAMPLE_BACKEND=backend), args), rows, targets)
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "_backend.py").write_text((ROOT / "tests" / "fixtures" / "_backend.py").read_text())
         for k, (p, src) in enumerate(programs(opts.programs, backend)):

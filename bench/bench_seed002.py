@@ -47,12 +47,13 @@ def slope(xs, ys):
 
 
 def versions():
+    from importlib.metadata import PackageNotFoundError, version
+
     out = {}
-    for name in ("torch", "backpack", "jax"):
+    for name, dist in (("torch", "torch"), ("backpack", "backpack-for-pytorch"), ("jax", "jax")):
         try:
-            mod = __import__(name)
-            out[name] = getattr(mod, "__version__", "?")
-        except ImportError:
+            out[name] = version(dist)
+        except PackageNotFoundError:
             pass
     return out
 
