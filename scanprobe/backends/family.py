@@ -17,6 +17,7 @@ import numpy as np
 
 from scanprobe import records as R
 from scanprobe.backends.base import Backend
+from scanprobe.backends.graphs import ancestors, toposort
 from scanprobe.errors import ScanprobeError
 
 _BUILD = threading.local()
@@ -428,7 +429,7 @@ class FamilyBackend(Backend):
                     ids[id(out)] = nid
                 if kind == "scan" and depth < 2:
                     info = self.scan_info(op)
-                    inner = _inner_apply_nodes(info["inner_inputs"], info["inner_outputs"])
+                    inner = toposort(info["inner_outputs"])
                     pic.clusters[nid] = (None, info["name"] or "scan_fn")
                     add_nodes(inner[:max_inner], nid, depth + 1)
                 node_ids[id(node)] = nid
@@ -725,7 +726,7 @@ class _Level:
                     new = api.T.stack([api.T.cast(d, "int64") for d in shp])
                 else:
                     continue
-                if new is not node.outputs[0] and node.outputs[0] not in _ancestor_vars([new]):
+                if new is not node.outputs[0] and not any(v is node.outputs[0] for v in ancestors([new])):
                     replace[node.outputs[0]] = api.T.cast(new, node.outputs[0].type.dtype)
             if not replace:
                 return var
@@ -942,20 +943,6 @@ def _ancestor_nodes(outputs):
         nodes.append(v.owner)
         stack.extend(v.owner.inputs)
     return nodes
-
-
-def _ancestor_vars(outputs):
-    seen, stack = set(), list(outputs)
-    out = set()
-    while stack:
-        v = stack.pop()
-        if id(v) in seen:
-            continue
-        seen.add(id(v))
-        out.add(v)
-        if v.owner is not None:
-            stack.extend(v.owner.inputs)
-    return out
 
 
 def _is_constant(api, var) -> bool:
@@ -1312,7 +1299,7 @@ class _ScanPlan:
         inner_in, inner_out = self.info["inner_inputs"], self.info["inner_outputs"]
         if not any(
             n.owner is not None and isinstance(n.owner.op, api.Scan)
-            for n in _inner_nodes_outputs(inner_in, inner_out)
+            for n in ancestors(inner_out)
         ):
             return
         fg = api.FunctionGraph(list(inner_in), list(inner_out), clone=True)
@@ -1370,14 +1357,13 @@ class _StepFacts:
         for role in ("mit_mot", "mit_sot", "sit_sot", "shared"):
             states += _flat(getattr(a, f"inner_in_{role}", []) or [])
         self.recurrent = bool(states)
-        inner_in = _flat(a.inner_in_seqs) + states + _flat(a.inner_in_non_seqs)
         inner_out = []
         for role in ("mit_mot", "mit_sot", "sit_sot", "nit_sot", "shared"):
             inner_out += _flat(getattr(a, f"inner_out_{role}", []) or [])
         cond = getattr(a, "cond", None)
         if cond:
             inner_out += _flat(cond if isinstance(cond, (list, tuple)) else [cond])
-        self.nodes = _inner_apply_nodes(inner_in, inner_out)
+        self.nodes = toposort(inner_out)
         varying = {id(v) for v in _flat(a.inner_in_seqs) + states}
         for node in self.nodes:
             if any(id(i) in varying for i in node.inputs):
@@ -1511,38 +1497,6 @@ class _StepFacts:
             if (str(node.op), reason) not in seen:
                 seen.add((str(node.op), reason))
                 rec.blockers.append(R.Blocker(op=str(node.op), reason=reason))
-
-
-def _inner_apply_nodes(inputs, outputs):
-    """Apply nodes of an inner graph in topological order (no FunctionGraph, no recursion)."""
-    order, done, stack = [], set(), [o.owner for o in outputs if o.owner is not None]
-    entered = set()
-    while stack:
-        node = stack[-1]
-        if id(node) in done:
-            stack.pop()
-            continue
-        if id(node) not in entered:
-            entered.add(id(node))
-            stack.extend(i.owner for i in node.inputs if i.owner is not None and id(i.owner) not in done)
-            continue
-        stack.pop()
-        done.add(id(node))
-        order.append(node)
-    return order
-
-
-def _inner_nodes_outputs(inputs, outputs):
-    seen, stack, out = set(), list(outputs), []
-    while stack:
-        v = stack.pop()
-        if id(v) in seen:
-            continue
-        seen.add(id(v))
-        out.append(v)
-        if v.owner is not None:
-            stack.extend(v.owner.inputs)
-    return out
 
 
 def _known_from_outer(lv, outer, drop_first):

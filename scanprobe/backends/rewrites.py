@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from scanprobe.backends.graphs import ancestors, toposort
+
 
 class NotApplicable(Exception):
     """A rewrite does not apply; the message says why in the user's terms."""
@@ -62,41 +64,9 @@ def _opname(op) -> str:
     return type(op).__name__
 
 
-def _ancestors(outputs):
-    seen, out, stack = set(), [], list(outputs)
-    while stack:
-        v = stack.pop()
-        if id(v) in seen:
-            continue
-        seen.add(id(v))
-        out.append(v)
-        if v.owner is not None:
-            stack.extend(v.owner.inputs)
-    return out
-
-
-def _toposort(outputs):
-    """Apply nodes of ``outputs``' graph in topological order (no recursion: deep graphs)."""
-    order, done, entered = [], set(), set()
-    stack = [o.owner for o in outputs if o.owner is not None]
-    while stack:
-        node = stack[-1]
-        if id(node) in done:
-            stack.pop()
-            continue
-        if id(node) not in entered:
-            entered.add(id(node))
-            stack.extend(i.owner for i in node.inputs if i.owner is not None and id(i.owner) not in done)
-            continue
-        stack.pop()
-        done.add(id(node))
-        order.append(node)
-    return order
-
-
 def _depends_on(var, targets) -> bool:
     ids = {id(t) for t in targets}
-    return any(id(v) in ids for v in _ancestors([var]))
+    return any(id(v) in ids for v in ancestors([var]))
 
 
 def _is_var(var, t) -> bool:
@@ -138,12 +108,12 @@ def _constant(api, var):
 
 def scan_nodes(api, outputs):
     """Scan nodes of the user's graph, outermost first (no nested ones)."""
-    return [n for n in _toposort(outputs) if isinstance(n.op, api.Scan)]
+    return [n for n in toposort(outputs) if isinstance(n.op, api.Scan)]
 
 
 def _clients(outputs):
     clients: dict[int, list] = {}
-    for node in _toposort(outputs):
+    for node in toposort(outputs):
         for i, inp in enumerate(node.inputs):
             clients.setdefault(id(inp), []).append((node, i))
     for o in outputs:
@@ -159,7 +129,7 @@ def _clone(api, outputs, replace):
     if not replace:
         return list(outputs)
     memo = {id(k): v for k, v in replace.items()}
-    for node in _toposort(list(outputs)):
+    for node in toposort(list(outputs)):
         if any(id(o) in memo for o in node.outputs):
             continue
         new_inputs = [memo.get(id(i), i) for i in node.inputs]
@@ -231,7 +201,7 @@ def _per_example_cost(api, step):
     """The batch cost ``c`` whose row the step reads as ``c[t]``."""
     (t,) = step.steps
     found = {}
-    for node in _toposort(step.outs):
+    for node in toposort(step.outs):
         if isinstance(node.op, api.Subtensor) and len(node.inputs) == 2 and _is_var(node.inputs[1], t):
             c = node.inputs[0]
             if not _depends_on(c, [t]):
@@ -251,8 +221,8 @@ def _per_example_cost(api, step):
 def _find_gradient(api, step, c, out):
     """(p, V): the parameter p and the variable V of ``out`` that is ``grad(c[t], p)``."""
     (t,) = step.steps
-    leaves = [v for v in _ancestors([c]) if v.owner is None and not isinstance(v, api.Constant)]
-    cands = [v for v in _ancestors([out]) if v.owner is not None and _depends_on(v, [t])]
+    leaves = [v for v in ancestors([c]) if v.owner is None and not isinstance(v, api.Constant)]
+    cands = [v for v in ancestors([out]) if v.owner is not None and _depends_on(v, [t])]
     for p in leaves:
         try:
             g = api.grad(c[t], p, disconnected_inputs="raise")
@@ -283,7 +253,7 @@ def _rowwise(api, c):
     """Roles in the graph of the batch cost: 'ex' (axis 0 is the example) or 'inv' (the same for
     every example). Raises NotApplicable naming the op that mixes examples."""
     role = {id(c): "ex"}
-    for node in reversed(_toposort([c])):
+    for node in reversed(toposort([c])):
         outs = [role.get(id(o)) for o in node.outputs]
         r = "ex" if "ex" in outs else ("inv" if "inv" in outs else None)
         if r is None:
@@ -324,11 +294,11 @@ def _rowwise(api, c):
             if prev is not None and prev != w:
                 raise NotApplicable(f"`{_name(inp)}` is used both per example and for the whole batch")
             role[id(inp)] = w
-    leaves = [v for v in _ancestors([c]) if v.owner is None and not isinstance(v, api.Constant)]
+    leaves = [v for v in ancestors([c]) if v.owner is None and not isinstance(v, api.Constant)]
     batch = [v for v in leaves if role.get(id(v)) == "ex"]
     if not batch:
         raise NotApplicable("no input of the cost has an example axis")
-    for v in _ancestors([c]):
+    for v in ancestors([c]):
         if role.get(id(v)) == "inv" and v.owner is not None and _depends_on(v, batch):
             raise NotApplicable(f"`{_name(v)}` mixes the examples of the batch (e.g. a batch mean) into the cost")
     return role, batch
@@ -336,7 +306,7 @@ def _rowwise(api, c):
 
 def _use_of(api, c, role, p):
     """How p enters the per-example cost: ('dot', node) or ('broadcast', dimshuffle node)."""
-    uses = [(node, i) for node in _toposort([c]) for i, inp in enumerate(node.inputs) if inp is p]
+    uses = [(node, i) for node in toposort([c]) for i, inp in enumerate(node.inputs) if inp is p]
     if len(uses) != 1:
         raise NotApplicable(f"`{_name(p)}` is used {len(uses)} times in the cost")
     node, i = uses[0]
@@ -344,7 +314,7 @@ def _use_of(api, c, role, p):
         if role.get(id(node.inputs[0])) == "ex" and node.inputs[0].type.ndim == 2:
             return "dot", node
     if isinstance(node.op, api.DimShuffle) and list(node.op.new_order)[:1] == ["x"]:
-        users = [n for n in _toposort([c]) if any(i is node.outputs[0] for i in n.inputs)]
+        users = [n for n in toposort([c]) if any(i is node.outputs[0] for i in n.inputs)]
         if (len(users) == 1 and isinstance(users[0].op, api.Elemwise) and _opname(users[0].op) == "Add"
                 and role.get(id(users[0].outputs[0])) == "ex"):
             return "bias", users[0]  # p added to each example's row: its gradient is the sum's
@@ -537,7 +507,7 @@ def _step_blockers(backend, step) -> list[str]:
     api = backend.api
     varying = {id(v) for v in step.steps}
     out = []
-    for node in _toposort(step.outs):
+    for node in toposort(step.outs):
         if not any(id(i) in varying for i in node.inputs):
             continue
         varying.update(id(o) for o in node.outputs)
@@ -569,7 +539,7 @@ class _Batcher:
 
     def run(self, outs, n_steps):
         T = self.T
-        for node in _toposort(outs):
+        for node in toposort(outs):
             if not any(id(i) in self.batched for i in node.inputs):
                 continue
             new = self.node(node)
@@ -665,14 +635,14 @@ def vectorize(backend, outputs, skip=()) -> list[Rewrite]:
         if blockers:
             rw.reason = "cannot be vectorized: " + blockers[0]
             continue
-        if any(isinstance(n.op, api.Scan) for n in _toposort(step.outs)):
+        if any(isinstance(n.op, api.Scan) for n in toposort(step.outs)):
             rw.reason = "the step holds a nested scan; scanprobe does not vectorize across scans"
             continue
         try:
             if api.vectorize_graph is not None:
                 new = api.vectorize_graph(list(step.outs), replace=dict(zip(step.steps, step.outer_seqs)))
                 new = list(new) if isinstance(new, (list, tuple)) else [new]
-                loops = sum(1 for n in _toposort(new) if type(n.op).__name__ == "Blockwise")
+                loops = sum(1 for n in toposort(new) if type(n.op).__name__ == "Blockwise")
                 how = "pytensor.graph.replace.vectorize_graph" + (f" ({loops} op(s) as Blockwise loops)" if loops else "")
             else:
                 new = _Batcher(backend, step).run(list(step.outs), step.n_steps)
