@@ -263,19 +263,23 @@ def graph_cmd(spec, output, backend, mode, inputs):
 @click.option("--input", "inputs", multiple=True, metavar="NAME=SHAPE[:DTYPE]")
 @click.option("--runs", type=click.IntRange(1), default=3, show_default=True)
 @click.option("--timeout", type=float, default=600, show_default=True)
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
+              help="cuda: rerun both functions on the GPU (PyTensor's JAX linker).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--color/--no-color", default=None)
-def fix_cmd(spec, backend, mode, inputs, runs, timeout, fmt, color):
-    """Apply the fix of each SP001 finding and prove it: rerun original and fixed on the same
-    inputs (in a child process), outputs compared, memory and time before and after.
+def fix_cmd(spec, backend, mode, inputs, runs, timeout, device, fmt, color):
+    """Apply every fix that applies (SP001 save-mem, SP002 vectorize, SP003 per-example
+    gradients) and prove it: rerun original and fixed on the same inputs (in a child process),
+    outputs compared, memory and time before and after.
 
-    Your files are not changed: the report shows the mode to write in your compile call.
-    Exit 0 when every fix is verified, 1 when one changed the outputs, 2 on an error.
+    Your files are not changed: the report shows the code to write.
+    Exit 0 when every finding is fixed and verified, 1 when a fix changed the outputs or a
+    finding has no fix, 2 on an error.
     """
     from scanprobe.commands.fix import run_fix
     from scanprobe.report import fix_terminal
 
-    res = _guarded(lambda progress: run_fix(spec, backend, mode, inputs, runs, timeout, progress), fmt, color)
+    res = _guarded(lambda progress: run_fix(spec, backend, mode, inputs, runs, timeout, progress, device), fmt, color)
     _emit(res, fmt, fix_terminal.render, color)
     sys.exit(res["summary"]["exit_code"])
 

@@ -1,6 +1,7 @@
 """scanprobe fix and scanprobe.fix for SP003 (seed 002) and SP002 (maps): real graphs rewritten,
 compiled and rerun on the installed backend; every fix proven by equal outputs."""
 
+import json
 import subprocess
 import sys
 
@@ -126,3 +127,37 @@ def test_python_api_fix_verifies_on_first_call(backend):
         assert "sum-of-squares form" in compiled and "verified" in compiled
     else:  # PyTensor keeps only the optimized one: the note says how to get all graph fixes
         assert "sum-of-squares" not in compiled and "verified" in compiled and "pass function's arguments" in compiled
+
+
+def test_fix_device_cuda_without_a_gpu_is_a_clear_error(backend):
+    res = scanprobe("fix", SAMPLES / "seed002_per_example_grads.py", "--device", "cuda")
+    assert res.rc == 2, res
+    assert res.err.startswith("error: --device cuda: no CUDA GPU on this machine") and "hint:" in res.err
+
+
+def test_fixed_function_on_the_jax_linker_is_compared_with_the_original(backend):
+    """What --device cuda runs, on the CPU: the original as the user has it, the fixed function
+    compiled by PyTensor's JAX linker (JAX_PLATFORMS=cpu here), outputs compared."""
+    if backend != "pytensor":  # Theano has no JAX linker; its GPU backend needs pygpu
+        import pytest
+
+        with pytest.raises(Exception) as err:
+            from scanprobe.commands.profile import _check_device
+
+            _check_device("cuda", "theano")
+        assert "no CUDA GPU" in str(err.value) or "pygpu" in str(err.value)
+        return
+    code = (
+        "import json, sys\n"
+        "from scanprobe.runners.supervise import run_child\n"
+        "d = run_child({'spec': 'sample_graphs/seed002_per_example_grads.py', 'backend': 'pytensor', 'mode': None,"
+        " 'inputs': [], 'runs': 1, 'action': 'fix', 'fixed_mode': 'JAX'}, timeout=600, memory_limit=None)\n"
+        "print(json.dumps({'error': d.get('error'), 'targets': d['targets']}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=child_env(JAX_PLATFORMS="cpu"), cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    body = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert body["error"] is None
+    (t,) = body["targets"]
+    assert t["fixed_mode"] == "JAX" and t["rules"] == ["SP003"] and t["outputs_equal"] is True

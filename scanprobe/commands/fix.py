@@ -30,7 +30,7 @@ def suggestion(backend: str, mode: str, tag: str) -> str:
     return f"{backend}.compile.mode.get_mode({base!r}).including({tag!r}, {SLICE_REWRITE!r})"
 
 
-def run_fix(spec, backend_name=None, mode=None, inputs=(), runs=3, timeout=600.0, progress=None) -> dict:
+def run_fix(spec, backend_name=None, mode=None, inputs=(), runs=3, timeout=600.0, progress=None, device="cpu") -> dict:
     from scanprobe.commands.inspect import split_target
     from scanprobe.runners.supervise import run_child
 
@@ -41,8 +41,15 @@ def run_fix(spec, backend_name=None, mode=None, inputs=(), runs=3, timeout=600.0
         from scanprobe.backends import resolve
 
         backend_name = resolve(None, path)[0].name
+    from scanprobe.commands.profile import _check_device
+
+    _check_device(device, backend_name)
+    # --device cuda: the original runs as the user has it (the reference, on the CPU); the fixed
+    # function is compiled for the GPU through PyTensor's JAX linker and compared with it
+    fixed_mode = "JAX" if device == "cuda" else None
     data = run_child(
-        {"spec": spec, "backend": backend_name, "mode": mode, "inputs": list(inputs), "runs": runs, "action": "fix"},
+        {"spec": spec, "backend": backend_name, "mode": mode, "inputs": list(inputs), "runs": runs, "action": "fix",
+         "fixed_mode": fixed_mode},
         timeout=timeout, memory_limit=None, on_step=progress.step if progress else None,
     )
     from scanprobe.commands.profile import _error_of
@@ -63,6 +70,7 @@ def run_fix(spec, backend_name=None, mode=None, inputs=(), runs=3, timeout=600.0
         "schema": FIX_SCHEMA,
         "file": str(path),
         "backend": backend_name,
+        "device": device,
         "inspect": data.get("report"),
         "fixes": fixes,
         "not_applied": data.get("not_applied", []),

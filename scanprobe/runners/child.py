@@ -313,6 +313,9 @@ def _fix_all(result, report, keep, specs, spec) -> int:
         result.step(f"rewriting {target.name}")
         fixed_cap = backend.rewritten(cap, applied) if applied else cap
         mode = built.mode
+        if spec.get("fixed_mode"):  # --device cuda: the fixed function on the device's linker
+            mode = backend.resolve_mode(spec["fixed_mode"])[0]
+            entry["fixed_mode"] = spec["fixed_mode"]
         if sp001:
             # the save-mem rewrite, and the rewrite that shrinks the Alloc its slice reads from
             # (without it, FAST_COMPILE keeps a full-size zero Alloc sliced to the rows kept)
