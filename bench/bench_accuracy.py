@@ -14,13 +14,13 @@ Writes bench/results/accuracy_<backend>.json.
 import argparse
 import json
 import os
-import platform
 import random
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _common import backend_name, provenance  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -84,7 +84,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--programs", type=int, default=8)
     opts = ap.parse_args()
-    backend = os.environ.get("SAMPLE_BACKEND") or ("theano" if __import__("importlib").util.find_spec("theano") else "pytensor")
+    backend = backend_name()
     rows, targets = [], []
     for rel, env, args in MODULES:
         collect(rel, profile(ROOT / rel, dict(env, SAMPLE_BACKEND=backend), args), rows, targets)
@@ -98,12 +98,7 @@ def main():
     exact = sum(1 for r in sized if r["predicted"] == r["measured"])
     close = sum(1 for r in sized if r["measured"] and abs(r["predicted"] - r["measured"]) <= 0.01 * r["measured"])
     result = {
-        "backend": backend,
-        "backend_version": __import__("importlib.metadata").metadata.version(backend),
-        "command": f"python bench/bench_accuracy.py --programs {opts.programs}",
-        "python": platform.python_version(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        **provenance(backend, f"python bench/bench_accuracy.py --programs {opts.programs}"),
         "buffers": len(rows), "sized": len(sized), "exact": exact, "within_1pct": close,
         "symbolic": len(rows) - len(sized),
         "over": sum(1 for r in sized if r["measured"] is not None and r["predicted"] > r["measured"]),

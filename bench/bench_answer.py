@@ -17,7 +17,6 @@ Writes bench/results/answer_<backend>.json.
 import argparse
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -25,6 +24,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from _common import backend_name, provenance  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_graphs" / "seed000_pixel_loop.py"
@@ -36,14 +37,6 @@ import seed000_pixel_loop as m
 m.cost_and_grads()
 """
 
-
-def backend_name():
-    import importlib.util
-
-    for name in ("theano", "pytensor"):
-        if importlib.util.find_spec(name):
-            return name
-    raise SystemExit("no backend installed")
 
 
 def env_for(backend, batch, size, flags=""):
@@ -113,14 +106,8 @@ def main():
         ys = [r[key]["wall_s"] for r in rows]
         return float(np.polyfit(np.log(bs), np.log(ys), 1)[0])
 
-    from importlib.metadata import version
     result = {
-        "backend": backend,
-        "backend_version": version(backend),
-        "command": f"python bench/bench_answer.py --batches {opts.batches} --size {opts.size}",
-        "python": platform.python_version(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        **provenance(backend, f"python bench/bench_answer.py --batches {opts.batches} --size {opts.size}"),
         "rows": rows,
         "real": real,
         "slopes": {"scanprobe": slope("scanprobe"), "profile_memory": slope("profile_memory")},

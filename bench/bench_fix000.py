@@ -12,11 +12,11 @@ Writes bench/results/fix000_<backend>.json.
 
 import json
 import os
-import platform
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from _common import backend_name, provenance  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,19 +29,14 @@ def run(*args):
 
 
 def main():
-    backend = os.environ.get("SAMPLE_BACKEND") or ("theano" if __import__("importlib").util.find_spec("theano") else "pytensor")
+    backend = backend_name()
     fix = run("fix", "sample_graphs/seed000_pixel_loop.py", "--runs", "3")
     (f,) = fix["fixes"]
     clean = run("profile", "sample_graphs/seed000_pixel_loop_clean.py", "--runs", "3")
     (c,) = clean["targets"]
     b, a = f["before"]["measured"], f["after"]["measured"]
     result = {
-        "backend": backend,
-        "backend_version": __import__("importlib.metadata").metadata.version(backend),
-        "command": "SEED000_SIZE=scaled python bench/bench_fix000.py",
-        "python": platform.python_version(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        **provenance(backend, "SEED000_SIZE=scaled python bench/bench_fix000.py"),
         "outputs_equal": f["outputs_equal"], "max_abs_diff": f["max_abs_diff"],
         "before": {k: b[k] for k in ("rss_peak_above_precall", "tracemalloc_peak", "wall_median_s")},
         "after": {k: a[k] for k in ("rss_peak_above_precall", "tracemalloc_peak", "wall_median_s")},

@@ -17,17 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from _common import backend_name  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_graphs" / "seed000_pixel_loop.py"
 
-
-def backend_name():
-    import importlib.util
-
-    for name in ("theano", "pytensor"):
-        if importlib.util.find_spec(name):
-            return name
-    raise SystemExit("no backend installed")
 
 
 def run(cmd, env):

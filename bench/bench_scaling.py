@@ -15,7 +15,6 @@ Writes bench/results/scaling_<backend>.json.
 
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from _common import backend_name, provenance  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,7 +58,7 @@ def module(scans, chains, stages, nested_every) -> str:
 
 
 def main():
-    backend = os.environ.get("SAMPLE_BACKEND") or ("theano" if __import__("importlib").util.find_spec("theano") else "pytensor")
+    backend = backend_name()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "_backend.py").write_text((ROOT / "sample_graphs" / "_backend.py").read_text())
@@ -85,12 +86,7 @@ def main():
     a = np.array([r["analysis_s"] for r in rows], float)
     big = n >= 1000
     result = {
-        "backend": backend,
-        "backend_version": __import__("importlib.metadata").metadata.version(backend),
-        "command": "python bench/bench_scaling.py",
-        "python": platform.python_version(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        **provenance(backend, "python bench/bench_scaling.py"),
         "rows": rows,
         "loglog_slope": float(np.polyfit(np.log(n[big]), np.log(a[big]), 1)[0]),
         "seconds_per_1000_nodes": float(np.polyfit(n, a, 1)[0] * 1000),

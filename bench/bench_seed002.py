@@ -17,13 +17,14 @@ Writes bench/results/seed002_<backend>.json.
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+from _common import provenance  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "sample_graphs"))
@@ -192,14 +193,9 @@ def main():
         print(json.dumps(row), flush=True)
     bs = [r["batch"] for r in rows]
     result = {
-        "backend": m.BACKEND,
-        "backend_version": th.__version__,
+        **provenance(m.BACKEND, f"python bench/bench_seed002.py --batches {opts.batches} --size {opts.size} --budget {opts.budget}", backend_version=th.__version__),
         "numpy": np.__version__,
         "size": {"inputs": m.D, "hidden": m.H, "outputs": m.K, "dtype": "float64"},
-        "command": f"python bench/bench_seed002.py --batches {opts.batches} --size {opts.size} --budget {opts.budget}",
-        "python": platform.python_version(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "rows": rows,
         "forms": [label for label, _ in forms],
         "versions": versions(),

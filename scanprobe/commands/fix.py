@@ -13,7 +13,6 @@ shows the code to write.
 
 from __future__ import annotations
 
-from scanprobe.errors import ScanprobeError
 
 FIX_SCHEMA = "scanprobe.fix/1"
 
@@ -31,19 +30,10 @@ def suggestion(backend: str, mode: str, tag: str) -> str:
 
 
 def run_fix(spec, backend_name=None, mode=None, inputs=(), runs=3, timeout=600.0, progress=None, device="cpu") -> dict:
-    from scanprobe.commands.inspect import split_target
+    from scanprobe.commands.profile import child_target
     from scanprobe.runners.supervise import run_child
 
-    path, _ = split_target(spec)
-    if not path.exists():
-        raise ScanprobeError(f"no such file: {path}", hint="give the path of a Python file: scanprobe fix model.py[:TARGET]")
-    if backend_name is None:
-        from scanprobe.backends import resolve
-
-        backend_name = resolve(None, path)[0].name
-    from scanprobe.commands.profile import _check_device
-
-    _check_device(device, backend_name)
+    path, backend_name = child_target(spec, backend_name, device, "fix")
     # --device cuda: the original runs as the user has it (the reference, on the CPU); the fixed
     # function is compiled for the GPU through PyTensor's JAX linker and compared with it
     fixed_mode = "JAX" if device == "cuda" else None

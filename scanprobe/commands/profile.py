@@ -43,6 +43,22 @@ def _check_device(device: str, backend_name: str | None) -> None:
         )
 
 
+def child_target(spec: str, backend_name: str | None, device: str, command: str):
+    """(path, backend name) of a module a command will run in a child, checked: the file
+    exists, the backend is resolved, and --device can work here."""
+    from scanprobe.commands.inspect import split_target
+
+    path, _ = split_target(spec)
+    if not path.exists():
+        raise ScanprobeError(f"no such file: {path}", hint=f"give the path of a Python file: scanprobe {command} model.py[:TARGET]")
+    if backend_name is None:
+        from scanprobe.backends import resolve
+
+        backend_name = resolve(None, path)[0].name
+    _check_device(device, backend_name)
+    return path, backend_name
+
+
 def run_profile(
     spec: str,
     backend_name: str | None = None,
@@ -56,17 +72,9 @@ def run_profile(
     progress=None,
 ) -> dict:
     """Profile every target of a module; returns the profile report (a dict, see docs)."""
-    from scanprobe.commands.inspect import split_target
     from scanprobe.runners.supervise import run_child
 
-    path, _ = split_target(spec)
-    if not path.exists():
-        raise ScanprobeError(f"no such file: {path}", hint="give the path of a Python file: scanprobe profile model.py[:TARGET]")
-    if backend_name is None:
-        from scanprobe.backends import resolve
-
-        backend_name = resolve(None, path)[0].name
-    _check_device(device, backend_name)
+    path, backend_name = child_target(spec, backend_name, device, "profile")
     if device == "cuda":
         mode = "JAX"
     child_spec = {

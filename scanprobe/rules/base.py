@@ -28,6 +28,12 @@ def step_label(scan) -> str:
     return f" (step `{scan.step_function}`)" if scan.step_function and scan.step_function != scan.name else ""
 
 
+def steps_text(scan) -> str:
+    """``64 steps``, or ``n_steps = x.shape[0]`` while the count is symbolic."""
+    n = scan.n_steps.value
+    return f"{n} steps" if n is not None else f"n_steps = {scan.n_steps.formula}"
+
+
 class Rule(ABC):
     """One rule: a code, a name after the pattern, documented sections, and a check.
 

@@ -34,7 +34,7 @@ reported as fixed. Blocked scans are reported as notes, without a fix.
 
 from __future__ import annotations
 
-from scanprobe.rules.base import Finding, Rule, step_label as _step
+from scanprobe.rules.base import Finding, Rule, step_label as _step, steps_text
 
 
 class IndependentIterations(Rule):
@@ -53,7 +53,7 @@ class IndependentIterations(Rule):
             n = scan.n_steps.value
             if n is not None and n <= 1:
                 continue
-            steps = f"{n} steps" if n is not None else f"n_steps = {scan.n_steps.formula}"
+            steps = steps_text(scan)
             if scan.blockers:
                 first = scan.blockers[0]
                 msg = (

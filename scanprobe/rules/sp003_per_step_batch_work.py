@@ -42,7 +42,7 @@ rtol 1e-10) or the fix is reported as failed and not applied.
 
 from __future__ import annotations
 
-from scanprobe.rules.base import Finding, Rule, step_label as _step
+from scanprobe.rules.base import Finding, Rule, step_label as _step, steps_text
 
 
 class PerStepBatchWork(Rule):
@@ -59,8 +59,7 @@ class PerStepBatchWork(Rule):
             works = [w for w in scan.step_work if w.equals_n_steps]
             if not works:
                 continue
-            n = scan.n_steps.value
-            steps = f"{n} steps" if n is not None else f"n_steps = {scan.n_steps.formula}"
+            steps = steps_text(scan)
             length = works[0].length
             rows = str(length.value) if length.value is not None else length.formula
             ops = max(w.downstream_ops for w in works)
