@@ -153,7 +153,7 @@ def main():
     os.environ["SEED002_SIZE"] = opts.size
     import scanprobe
     import seed002_per_example_grads as m
-    from scanprobe.backends import rewrites
+    from scanprobe.fixes import per_example as rewrites
 
     th, T = m.th, m.T
     naive = m.mean_sq_grads

@@ -1,9 +1,8 @@
 """scanprobe: find and explain oversized scan buffers in Theano-family graphs."""
 
-__version__ = "0.1.0"
+from scanprobe.contracts import FIX_SCHEMA, PROFILE_SCHEMA, REPORT_SCHEMA, __version__
 
-#: Version of the machine-readable report (``--format json``). Bump on any key change.
-REPORT_SCHEMA = "scanprobe.report/2"
+__all__ = ["FIX_SCHEMA", "PROFILE_SCHEMA", "REPORT_SCHEMA", "__version__", "fix"]
 
 
 def fix(*args, **kwargs):

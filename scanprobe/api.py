@@ -8,31 +8,21 @@ proves the fix: the original and the fixed function both run on those arguments,
 shared state; if the outputs differ (float64: rtol 1e-10, else rtol 1e-5) the fixed function is
 dropped with a warning and the original is used from then on. ``verify=False`` skips that.
 
-What is fixed: SP001 (the save-mem rewrite added to the mode when the mode lacks it), SP003 (a
-scan over the batch that differentiates one example's cost: the sum-of-squares form or the
-per-example graph), SP002 (a map scan vectorized). Graph fixes need the user's graph: Theano keeps
-it in a compiled function; PyTensor keeps only the optimized graph, so pass PyTensor's function
-arguments (the second form) to get them.
+What is fixed is decided as ``scanprobe fix`` decides it (``fixes.pipeline``): SP001 (removable
+history: the save-mem rewrite added to the mode), SP003 (a scan over the batch that
+differentiates one example's cost: the sum-of-squares form or the per-example graph), SP002 (a
+map scan vectorized). Graph fixes need the user's graph: Theano keeps it in a compiled function;
+PyTensor keeps only the optimized graph, so pass PyTensor's function arguments (the second form).
 """
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 
 class FixFailed(Warning):
     """The fixed function's outputs differed from the original's: the original is used."""
-
-
-def _backend_for(obj):
-    from scanprobe.backends import get_backend
-
-    mod = type(obj).__module__.split(".")[0]
-    if mod not in ("theano", "pytensor"):
-        mod = "theano" if any(m.startswith("theano") for m in __import__("sys").modules) else "pytensor"
-    backend = get_backend(mod)
-    backend.load([])
-    return backend
 
 
 def _first_variable(outputs):
@@ -49,11 +39,12 @@ class FixedFunction:
     """A fixed compiled function; calls like the original. ``rewrites`` and ``verification`` say
     what was done and how it was checked."""
 
-    def __init__(self, original, fixed, rewrites, notes, verify, compile_original=None):
+    def __init__(self, original, fixed, plan, notes, verify, compile_original=None):
         self._original = original
         self._compile_original = compile_original
         self.fixed = fixed
-        self.rewrites = [r.plain() for r in rewrites]
+        self.rewrites = [{"rule": r.rule, "scan": r.scan, "form": r.form, "detail": r.detail, "reason": r.reason,
+                          "snippet": r.snippet} for r in plan.rewrites]
         self.notes = notes
         self.verification: dict = {"status": "pending" if verify else "skipped (verify=False)"}
         self._use = fixed
@@ -76,35 +67,28 @@ class FixedFunction:
         return self._use(*args, **kwargs)
 
     def _verify(self, args, kwargs):
-        import numpy as np
-
-        from scanprobe.runners.child import _SharedState, _compare
+        from scanprobe.fixes.verify import SharedState, as_arrays, compare
 
         original = self.original
-        state = _SharedState(original.maker.fgraph)
+        state = SharedState(original.maker.fgraph)
         try:
             before = original(*args, **kwargs)
         except MemoryError:
             state.restore()
             self.verification = {"status": "not compared: the original raised MemoryError"}
             return self.fixed(*args, **kwargs)
-        after_state = _SharedState(original.maker.fgraph)
+        after_state = SharedState(original.maker.fgraph)
         state.restore()
         after = self.fixed(*args, **kwargs)
-
-        def listed(x):
-            return [np.array(o, copy=True) for o in (x if isinstance(x, (list, tuple)) else [x])]
-
-        entry: dict = {}
-        _compare(entry, listed(before), listed(after))
+        cmp = compare(as_arrays(before), as_arrays(after))
         self.verification = {
-            "status": "verified" if entry["outputs_equal"] else "failed",
-            "max_abs_diff": entry["max_abs_diff"],
-            "tolerance": entry["tolerance"],
+            "status": "verified" if cmp["outputs_equal"] else "failed",
+            "max_abs_diff": cmp["max_abs_diff"],
+            "tolerance": cmp["tolerance"],
         }
-        if not entry["outputs_equal"]:
+        if not cmp["outputs_equal"]:
             warnings.warn(
-                f"scanprobe.fix: the fixed function's outputs differ (max |difference| {entry['max_abs_diff']:.3g});"
+                f"scanprobe.fix: the fixed function's outputs differ (max |difference| {cmp['max_abs_diff']:.3g});"
                 " using the original function",
                 FixFailed,
                 stacklevel=3,
@@ -121,9 +105,23 @@ class FixedFunction:
         return f"<scanprobe.FixedFunction: {'; '.join(self.applied()) or 'nothing to fix'}; {self.verification['status']}>"
 
 
+def _session(backend):
+    """A capture session rooted at the caller's file (names and sites in the user's terms)."""
+    from scanprobe.loading import CaptureSession
+
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(__file__.rsplit("/", 1)[0]):
+        frame = frame.f_back
+    path = frame.f_code.co_filename if frame is not None else "<api>"
+    return CaptureSession(path, backend)
+
+
 def fix(f=None, outputs=None, *, verify: bool = True, **function_kwargs) -> FixedFunction:
     """The function ``f`` with scanprobe's fixes applied (see the module docstring)."""
+    from scanprobe.backends import backend_of
     from scanprobe.errors import ScanprobeError
+    from scanprobe.fixes.pipeline import call_from_function, fix_function
+    from scanprobe.loading import Captured
 
     if f is not None and hasattr(f, "maker"):
         if outputs is not None or function_kwargs:
@@ -131,18 +129,21 @@ def fix(f=None, outputs=None, *, verify: bool = True, **function_kwargs) -> Fixe
                 "scanprobe.fix: give either a compiled function or function's arguments, not both",
                 hint="scanprobe.fix(f) or scanprobe.fix(inputs, outputs, mode=...)",
             )
-        backend = _backend_for(f)
-        new, rewrites, notes = backend.fix_function(fn=f)
-        return FixedFunction(f, new, rewrites, notes, verify)
+        backend = backend_of(f)
+        call, notes = call_from_function(backend, f, Captured)
+        built = backend.built_from_function(f)
+        new, plan, more = fix_function(backend, _session(backend), call, built)
+        return FixedFunction(f, new, plan, notes + more, verify)
     if outputs is None:
         raise ScanprobeError(
             f"scanprobe.fix: {type(f).__name__} is not a compiled function",
             hint="pass theano.function(...) / pytensor.function(...), or (inputs, outputs, **function_kwargs)",
         )
-    var = _first_variable(outputs)
-    backend = _backend_for(var)
-    new, rewrites, notes = backend.fix_function(inputs=f, outputs=outputs, kwargs=function_kwargs)
+    backend = backend_of(_first_variable(outputs))
+    call = Captured(0, "user", (f, outputs), dict(function_kwargs), None, names=["function"])
+    built = backend.build(call, None)
+    new, plan, notes = fix_function(backend, _session(backend), call, built)
     return FixedFunction(
-        None, new, rewrites, notes, verify,
-        compile_original=lambda: backend.api.function(f, outputs, **function_kwargs),
+        None, new, plan, notes, verify,
+        compile_original=lambda: backend.compile(f, outputs, **function_kwargs),
     )

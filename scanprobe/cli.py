@@ -1,7 +1,9 @@
 """The command line. Commands parse options, call a command function, pick a reporter.
 
 Nothing heavy is imported at start-up: ``scanprobe --help`` answers without importing a backend,
-numpy or rich.
+numpy or rich. Every command ends the same way: its typed result rendered by the reporter of
+``--format`` (``scanprobe.report``), an error as one line and a hint on stderr, and the exit code
+of the result's summary (0 clean, 1 findings, 2 error).
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ import sys
 
 import click
 
-from scanprobe import __version__
-
-FORMATS = ("text", "json")
+from scanprobe.backends import NAMES as BACKENDS
+from scanprobe.contracts import __version__
+from scanprobe.report import formats
 
 
 class _Progress:
@@ -49,41 +51,60 @@ def _internal(exc):
     )
 
 
-def _fail(err, fmt, color):
-    if fmt == "json":
-        from scanprobe.report import json_report
-
-        json_report.render_error(err, sys.stdout)
-    from scanprobe.report import terminal
-
-    terminal.render_error(err, sys.stderr, color=color)
-    sys.exit(err.exit_code)
-
-
-def _guarded(work, fmt="text", color=None):
+def _run(work, fmt="text", color=None):
     """Run a command function: a ScanprobeError or a bug of ours ends with one line and exit 2."""
     from scanprobe.errors import ScanprobeError
+    from scanprobe.report import render_error
 
     try:
         with _Progress(sys.stderr.isatty()) as progress:
             return work(progress)
     except ScanprobeError as err:
-        _fail(err, fmt, color)
+        render_error(err, fmt, sys.stdout, sys.stderr, color)
+        sys.exit(err.exit_code)
     except Exception as exc:  # a bug of scanprobe's: one line, exit 2, traceback on request
         if os.environ.get("SCANPROBE_DEBUG"):
             raise
-        _fail(_internal(exc), fmt, color)
+        err = _internal(exc)
+        render_error(err, fmt, sys.stdout, sys.stderr, color)
+        sys.exit(err.exit_code)
 
 
-def _emit(result: dict, fmt: str, render, color=None):
-    """A command's dict result: JSON (sorted keys) or its terminal renderer."""
-    if fmt == "json":
-        import json
+def _finish(command, result, fmt, color, exit_code):
+    """Render a result, report a run's error on stderr, and exit with the result's code."""
+    from scanprobe.report import render
+    from scanprobe.report.terminal import render_error
 
-        json.dump(result, sys.stdout, indent=2, sort_keys=True, default=str)
-        sys.stdout.write("\n")
-    else:
-        render(result, sys.stdout, color=color)
+    render(command, fmt, result, sys.stdout, color)
+    error = getattr(result, "error", None)
+    if error is not None:
+        render_error(error, sys.stderr, color=color)
+    sys.exit(exit_code)
+
+
+def _size(option: str, text: str | None):
+    if not text:
+        return None
+    from scanprobe.analysis.sizes import parse_bytes
+    from scanprobe.errors import ScanprobeError
+
+    try:
+        return parse_bytes(text)
+    except ValueError:
+        raise ScanprobeError(f"bad {option} {text!r}", hint="write e.g. 512MiB, 8GiB or 2GB") from None
+
+
+_backend = click.option("--backend", type=click.Choice(BACKENDS), help="Default: what FILE imports.")
+_mode = click.option("--mode", help="Compile targets in this mode (FAST_RUN, FAST_COMPILE, ...) instead of their own.")
+_inputs = click.option(
+    "--input", "inputs", multiple=True, metavar="NAME=SHAPE[:DTYPE]",
+    help="Shape of an explicit input, e.g. x=2000x3x32x32:float32; a scalar's value, e.g. n=1024.",
+)
+_color = click.option("--color/--no-color", default=None, help="Default: colour on a terminal only.")
+
+
+def _format(command):
+    return click.option("--format", "fmt", type=click.Choice(formats(command)), default="text", show_default=True)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -97,15 +118,12 @@ def main():
 
 @main.command("inspect")
 @click.argument("spec", metavar="FILE[:TARGET]")
-@click.option("--backend", type=click.Choice(["theano", "pytensor"]), help="Default: what FILE imports.")
-@click.option("--mode", help="Compile targets in this mode (FAST_RUN, FAST_COMPILE, ...) instead of their own.")
-@click.option(
-    "--input", "inputs", multiple=True, metavar="NAME=SHAPE[:DTYPE]",
-    help="Shape of an explicit input, e.g. x=2000x3x32x32:float32; a scalar's value, e.g. n=1024.",
-)
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@_backend
+@_mode
+@_inputs
+@_format("inspect")
 @click.option("--include-library", is_flag=True, help="Also analyse functions compiled inside libraries.")
-@click.option("--color/--no-color", default=None, help="Default: colour on a terminal only.")
+@_color
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--html", "html_path", metavar="PATH", help="Also write a self-contained HTML report (graph included).")
 def inspect_cmd(spec, backend, mode, inputs, fmt, include_library, color, exit_zero, html_path):
@@ -117,42 +135,31 @@ def inspect_cmd(spec, backend, mode, inputs, fmt, include_library, color, exit_z
     """
     from scanprobe.commands.inspect import run_inspect
 
-    keep: list = []
-
     def work(progress):
-        report = run_inspect(spec, backend, mode, inputs, include_library, progress, keep)
+        report = run_inspect(spec, backend, mode, inputs, include_library, progress, pictures=bool(html_path))
         if html_path:
             from scanprobe.report import html
 
             progress.step("writing the HTML report")
-            html.write(report, keep, html_path)
+            html.write(report, html_path)
         return report
 
-    report = _guarded(work, fmt, color)
-    if fmt == "json":
-        from scanprobe.report import json_report
-
-        json_report.render(report, sys.stdout)
-    else:
-        from scanprobe.report import terminal
-
-        terminal.render(report, sys.stdout, color=color)
-    sys.exit(0 if exit_zero else report.exit_code)
+    report = _run(work, fmt, color)
+    _finish("inspect", report, fmt, color, 0 if exit_zero else report.exit_code)
 
 
 @main.command("profile")
 @click.argument("spec", metavar="FILE[:TARGET]")
-@click.option("--backend", type=click.Choice(["theano", "pytensor"]), help="Default: what FILE imports.")
-@click.option("--mode", help="Compile targets in this mode instead of their own.")
-@click.option("--input", "inputs", multiple=True, metavar="NAME=SHAPE[:DTYPE]",
-              help="An explicit input: random data of this shape (seeded), or a scalar's value.")
+@_backend
+@_mode
+@_inputs
 @click.option("--runs", type=click.IntRange(1), default=3, show_default=True, help="Timed calls after a warm-up.")
 @click.option("--timeout", type=float, default=600, show_default=True, help="Seconds before the run is stopped.")
 @click.option("--memory-limit", metavar="SIZE", help="e.g. 8GiB: refuse to start above it (predicted), stop above it (measured).")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
 @click.option("--no-node-profile", is_flag=True, help="Skip the profiled twin run (per-node and per-buffer figures).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
-@click.option("--color/--no-color", default=None)
+@_format("profile")
+@_color
 def profile_cmd(spec, backend, mode, inputs, runs, timeout, memory_limit, device, no_node_profile, fmt, color):
     """Run FILE's targets in a child process: measured memory and time beside the prediction.
 
@@ -162,27 +169,13 @@ def profile_cmd(spec, backend, mode, inputs, runs, timeout, memory_limit, device
     not scanprobe: exit code 2 with the cause.
     """
     from scanprobe.commands.profile import run_profile
-    from scanprobe.errors import ScanprobeError
 
     def work(progress):
-        limit = None
-        if memory_limit:
-            from scanprobe.analysis.sizes import parse_bytes
-
-            try:
-                limit = parse_bytes(memory_limit)
-            except ValueError:
-                raise ScanprobeError(f"bad --memory-limit {memory_limit!r}", hint="write e.g. 512MiB, 8GiB or 2GB") from None
+        limit = _size("--memory-limit", memory_limit)
         return run_profile(spec, backend, mode, inputs, runs, timeout, limit, device, not no_node_profile, progress)
 
-    prof = _guarded(work, fmt, color)
-    from scanprobe.report import profile_terminal
-
-    _emit(prof, fmt, profile_terminal.render, color)
-    if prof["error"] and fmt == "json":
-        click.echo(f"error: {prof['error']['message']}", err=True)
-        click.echo(f"hint: {prof['error'].get('hint', '')}", err=True)
-    sys.exit(prof["summary"]["exit_code"])
+    prof = _run(work, fmt, color)
+    _finish("profile", prof, fmt, color, prof.summary["exit_code"])
 
 
 @main.command("check")
@@ -191,10 +184,10 @@ def profile_cmd(spec, backend, mode, inputs, runs, timeout, memory_limit, device
 @click.option("--max-peak", metavar="SIZE", help="Budget for a function's scan buffers together (SP011), e.g. 8GiB.")
 @click.option("--select", multiple=True, metavar="CODE", help="Only these rule codes (prefixes), e.g. SP001.")
 @click.option("--ignore", multiple=True, metavar="CODE", help="Skip these rule codes (prefixes).")
-@click.option("--backend", type=click.Choice(["theano", "pytensor"]))
+@_backend
 @click.option("--mode", help="Analyse in this mode instead of each function's own.")
 @click.option("--input", "inputs", multiple=True, metavar="NAME=SHAPE[:DTYPE]")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "github"]), default="text", show_default=True)
+@_format("check")
 @click.option("--exit-zero", is_flag=True, default=None, help="Exit 0 even with findings.")
 @click.option("--run", "run_too", is_flag=True, help="Also run each file's targets (in a child) and check measured peaks.")
 def check_cmd(files, max_buffer, max_peak, select, ignore, backend, mode, inputs, fmt, exit_zero, run_too):
@@ -206,20 +199,13 @@ def check_cmd(files, max_buffer, max_peak, select, ignore, backend, mode, inputs
     """
     from pathlib import Path
 
-    from scanprobe.analysis.sizes import parse_bytes
     from scanprobe.commands.check import run_check
-    from scanprobe.errors import ScanprobeError
-    from scanprobe.report.ci import RENDERERS
     from scanprobe.settings import load
 
     def work(progress):
         settings = load(Path.cwd())
-        for name, text in (("max_buffer", max_buffer), ("max_peak", max_peak)):
-            if text:
-                try:
-                    setattr(settings, name, parse_bytes(text))
-                except ValueError:
-                    raise ScanprobeError(f"bad --{name.replace('_', '-')} {text!r}", hint="write e.g. 512MiB or 8GB") from None
+        settings.max_buffer = _size("--max-buffer", max_buffer) or settings.max_buffer
+        settings.max_peak = _size("--max-peak", max_peak) or settings.max_peak
         settings.select = list(select) or settings.select
         settings.ignore = list(ignore) or settings.ignore
         settings.backend = backend or settings.backend
@@ -227,46 +213,40 @@ def check_cmd(files, max_buffer, max_peak, select, ignore, backend, mode, inputs
         if exit_zero is not None:
             settings.exit_zero = exit_zero
         settings.run = run_too
-        return settings, run_check(files, settings, inputs, progress)
+        return run_check(files, settings, inputs, progress)
 
-    settings, result = _guarded(work)
-    RENDERERS[fmt](result, sys.stdout, settings)
-    if result["errors"]:
-        for e in result["errors"]:
-            click.echo(f"error: {e['file']}: {e['message']}", err=True)
-        sys.exit(2)
-    from scanprobe.report.ci import counted
-
-    findings = sum(len(counted(r.findings)) for r in result["reports"])
-    sys.exit(0 if settings.exit_zero or not findings else 1)
+    result = _run(work)
+    for e in result.errors:
+        click.echo(f"error: {e.file}: {e.message}", err=True)
+    _finish("check", result, fmt, None, result.summary["exit_code"])
 
 
 @main.command("graph")
 @click.argument("spec", metavar="FILE[:TARGET]")
 @click.option("-o", "--output", required=True, metavar="PATH", help="Picture to write: .svg, .png or .dot.")
-@click.option("--backend", type=click.Choice(["theano", "pytensor"]))
-@click.option("--mode", help="Compile the target in this mode instead of its own.")
-@click.option("--input", "inputs", multiple=True, metavar="NAME=SHAPE[:DTYPE]")
+@_backend
+@_mode
+@_inputs
 def graph_cmd(spec, output, backend, mode, inputs):
     """Draw a target's optimized graph: scans as clusters with their inner graphs, buffers
     labelled with their predicted bytes, removable full-history buffers (SP001) in red."""
     from scanprobe.commands.graph import run_graph
 
-    info = _guarded(lambda progress: run_graph(spec, output, backend, mode, inputs, progress))
+    info = _run(lambda progress: run_graph(spec, output, backend, mode, inputs, progress))
     click.echo(f"wrote {info['output']}: {info['target']}, {info['nodes']} nodes, {info['buffers']} scan buffers")
 
 
 @main.command("fix")
 @click.argument("spec", metavar="FILE[:TARGET]")
-@click.option("--backend", type=click.Choice(["theano", "pytensor"]))
-@click.option("--mode", help="Compile targets in this mode instead of their own.")
-@click.option("--input", "inputs", multiple=True, metavar="NAME=SHAPE[:DTYPE]")
+@_backend
+@_mode
+@_inputs
 @click.option("--runs", type=click.IntRange(1), default=3, show_default=True)
 @click.option("--timeout", type=float, default=600, show_default=True)
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
               help="cuda: rerun both functions on the GPU (PyTensor's JAX linker).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
-@click.option("--color/--no-color", default=None)
+@_format("fix")
+@_color
 def fix_cmd(spec, backend, mode, inputs, runs, timeout, device, fmt, color):
     """Apply every fix that applies (SP001 save-mem, SP002 vectorize, SP003 per-example
     gradients) and prove it: rerun original and fixed on the same inputs (in a child process),
@@ -277,11 +257,9 @@ def fix_cmd(spec, backend, mode, inputs, runs, timeout, device, fmt, color):
     finding has no fix, 2 on an error.
     """
     from scanprobe.commands.fix import run_fix
-    from scanprobe.report import fix_terminal
 
-    res = _guarded(lambda progress: run_fix(spec, backend, mode, inputs, runs, timeout, progress, device), fmt, color)
-    _emit(res, fmt, fix_terminal.render, color)
-    sys.exit(res["summary"]["exit_code"])
+    res = _run(lambda progress: run_fix(spec, backend, mode, inputs, runs, timeout, progress, device), fmt, color)
+    _finish("fix", res, fmt, color, res.summary["exit_code"])
 
 
 @main.command("rules")

@@ -234,9 +234,8 @@ class CaptureSession:
             cap = Captured(len(self.functions), "user", args, kwargs, self._frame_site(caller))
             self.functions.append(cap)
             return LazyFunction(self, cap)
-        backend_dir = os.path.dirname(self.backend.api.module.__file__)
         fn = original(*args, **kwargs)
-        if not os.path.realpath(filename).startswith(os.path.realpath(backend_dir)):
+        if not os.path.realpath(filename).startswith(self.backend.package_dir()):
             cap = Captured(len(self.functions), "library", args, kwargs, self._frame_site(caller), function=fn)
             self.functions.append(cap)
         return fn
@@ -290,12 +289,12 @@ class CaptureSession:
 
     # ---------------------------------------------------------------- SP004
     def symbolic_args(self, args, kwargs) -> list:
-        Variable = self.backend.api.Variable
-        return [a for a in list(args) + list(kwargs.values()) if isinstance(a, Variable)]
+        return [a for a in list(args) + list(kwargs.values()) if self.backend.is_variable(a)]
 
     def compiled_function_in_graph(self, cap, symbolic) -> UserCodeError:
         """SP004: a compiled function called on graph variables, explained in the user's names."""
-        from scanprobe.rules.sp004_compiled_function_in_scan import CODE, NAME, clone_snippet
+        from scanprobe.rules import rule
+        from scanprobe.rules.sp004_compiled_function_in_scan import CompiledFunctionInScan
 
         frames = []
         for fs in traceback.extract_stack()[:-2]:
@@ -315,19 +314,8 @@ class CaptureSession:
                         break
             except SyntaxError:
                 arg_names = []
-        var = arg_names[0] if arg_names else (getattr(symbolic[0], "name", None) or "a graph variable")
-        where = f" in `{caller.function}` ({caller.short()})" if caller else ""
-        compiled = f" (compiled at {cap.site.short()})" if cap.site else ""
-        snippet = clone_snippet(cap.site, arg_names, self.backend.name) if cap.site else None
-        hint = (
-            f"build the graph instead of calling it: return {snippet}" if snippet
-            else "build the graph with clone(outputs, replace={input: variable}) or OpFromGraph instead of calling it"
-        ) + "; or wrap it once in OpFromGraph and call that op (pass shared variables as explicit inputs)"
-        return UserCodeError(
-            f"{CODE} {NAME}: `{name}`{compiled} is called on the symbolic `{var}`{where}; "
-            "a compiled function takes numbers, a scan step builds a graph",
-            hint=hint,
-            frames=frames,
+        return rule(CompiledFunctionInScan).explain(
+            name, cap.site, caller, arg_names, symbolic, self.backend.clone_code, frames
         )
 
     # ---------------------------------------------------------------- names
@@ -345,11 +333,10 @@ class CaptureSession:
         """Module-level names (and attributes of module-level objects) of graph variables."""
         if self.module is None:
             return
-        Variable = self.backend.api.Variable
         g = self.module.__dict__
 
         def add(obj, name):
-            if isinstance(obj, Variable):
+            if self.backend.is_variable(obj):
                 key = id(getattr(obj, "container", None) or obj)
                 self._names.setdefault(key, name)
 

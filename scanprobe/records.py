@@ -196,6 +196,11 @@ class Target:
         for s in self.scans:
             yield from s.buffers
 
+    def scan_buffer_bytes(self) -> int:
+        """Bytes of every sized top-level scan buffer: they coexist while the function runs
+        (nested scans' buffers live one outer step at a time)."""
+        return sum(b.bytes or 0 for s in self.scans if s.parent is None for b in s.buffers)
+
     def scan_by_id(self, sid: int) -> Scan:
         for s in self.scans:
             if s.id == sid:

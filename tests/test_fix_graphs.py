@@ -102,7 +102,7 @@ h = scanprobe.fix(m.mean_sq_grads)                          # a compiled functio
 h(X, Y)
 print("compiled:", h.applied(), h.verification["status"], h.notes)
 # a fix whose outputs differ is dropped with a warning and the original is used
-from scanprobe.backends import rewrites
+from scanprobe.fixes import per_example as rewrites
 real = rewrites._sum_of_squares
 rewrites._sum_of_squares = lambda *a: {{p: v * 2 for p, v in real(*a).items()}}
 bad = scanprobe.fix([m.x, m.y], m.g_square)

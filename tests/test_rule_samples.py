@@ -1,58 +1,58 @@
-"""Each rule: a golden sample that triggers it and one that does not.
+"""Each rule: a sample that triggers it and one that does not, found by file name.
 
-The findings of the triggering sample (code, severity, message) are compared with a golden file
-per backend: tests/golden/<backend>/rules/<CODE>.txt (regenerate after an intended change with
-SCANPROBE_REGEN_GOLDEN=1). The clean sample must produce no finding of that rule.
+``tests/rule_samples/<CODE>_triggers.py`` and ``<CODE>_clean.py`` (links to samples and fixtures,
+so each program exists once) are checked with ``scanprobe check`` in that folder, whose
+pyproject.toml sets the budgets the budget rules need. The triggering sample's findings of the
+rule (code, severity, message; a load-time rule's error) are compared with a golden file per
+backend: tests/golden/<backend>/rules/<CODE>.txt (regenerate after an intended change with
+SCANPROBE_REGEN_GOLDEN=1). The clean sample must produce no finding of that rule. A new rule is
+its rule file, its two samples and its regenerated golden: no test code.
 """
 
 import os
 
 import pytest
-from conftest import BACKEND, FIXTURES, ROOT, SAMPLES, scanprobe
+from conftest import BACKEND, ROOT, scanprobe
 
 from scanprobe.rules import RULES
 
-# code -> (command and arguments that trigger it, the same for a sample that does not)
-CASES = {
-    "SP001": (["inspect", SAMPLES / "seed000_pixel_loop.py"], ["inspect", SAMPLES / "seed000_pixel_loop_clean.py"]),
-    "SP002": (["inspect", FIXTURES / "map_scan.py"], ["inspect", SAMPLES / "rnn_bptt.py"]),
-    "SP003": (["inspect", SAMPLES / "seed002_per_example_grads.py"], ["inspect", SAMPLES / "seed002_clean.py"]),
-    "SP005": (["inspect", FIXTURES / "ofg_in_scan.py"], ["inspect", SAMPLES / "seed001_fixed.py"]),
-    "SP010": (["check", SAMPLES / "seed000_pixel_loop.py", "--max-buffer", "100kB", "--select", "SP010"],
-              ["check", SAMPLES / "mlp_no_scan.py", "--max-buffer", "100kB", "--select", "SP010"]),
-    "SP011": (["check", SAMPLES / "seed000_pixel_loop.py", "--max-peak", "500kB", "--select", "SP011"],
-              ["check", SAMPLES / "rnn_bptt.py", "--max-peak", "500kB", "--select", "SP011"]),
-}
+SAMPLES = ROOT / "tests" / "rule_samples"
+CODES = sorted(r.code for r in RULES)
 
 
 def test_every_rule_has_samples():
-    assert sorted(CASES) == sorted(r.code for r in RULES)
+    for code in CODES:
+        assert (SAMPLES / f"{code}_triggers.py").exists() and (SAMPLES / f"{code}_clean.py").exists(), code
+    found = {p.name.split("_")[0] for p in SAMPLES.glob("SP*_*.py")}
+    assert found == set(CODES), "rule samples without a rule"
 
 
-def _findings(args, code):
-    res = scanprobe(*args, "--format", "json")
-    assert res.rc in (0, 1), res
+def _found(sample, code) -> list[str]:
+    res = scanprobe("check", SAMPLES / sample, "--format", "json", cwd=SAMPLES)
+    assert res.rc in (0, 1, 2), res
     body = res.json()
-    reports = body["reports"] if "reports" in body else [body]
-    return [f for r in reports for f in r["findings"] if f["code"] == code]
+    lines = [f"{f['code']} {f['severity']}: {f['message']}" for r in body["reports"] for f in r["findings"]
+             if f["code"] == code]
+    lines += [f"{code} error: {e['message'][len(code) + 1:]}" for e in body["errors"]
+              if e["message"].startswith(code + " ")]
+    return sorted(lines)
 
 
-@pytest.mark.parametrize("code", sorted(CASES))
+@pytest.mark.parametrize("code", CODES)
 def test_rule_triggers_on_its_sample_and_not_on_the_clean_one(backend, code):
-    triggers, clean = CASES[code]
-    found = _findings(triggers, code)
-    assert found, f"{code} did not trigger on {triggers[1]}"
-    text = "".join(f"{f['code']} {f['severity']}: {f['message']}\n" for f in sorted(found, key=lambda f: f["message"]))
+    found = _found(f"{code}_triggers.py", code)
+    assert found, f"{code} did not trigger on {code}_triggers.py"
+    text = "".join(line + "\n" for line in found)
     path = ROOT / "tests" / "golden" / BACKEND / "rules" / f"{code}.txt"
     if os.environ.get("SCANPROBE_REGEN_GOLDEN"):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     assert path.exists(), f"missing golden file {path}: regenerate with SCANPROBE_REGEN_GOLDEN=1"
     assert text == path.read_text()
-    assert _findings(clean, code) == [], f"{code} triggered on {clean[1]}"
+    assert _found(f"{code}_clean.py", code) == [], f"{code} triggered on {code}_clean.py"
 
 
-@pytest.mark.parametrize("code", sorted(CASES))
+@pytest.mark.parametrize("code", CODES)
 def test_rule_documentation_has_every_section(code):
     rule = next(r for r in RULES if r.code == code)
     assert set(rule.sections()) >= {"What it does", "Why is this bad?", "Example", "Use instead", "Fix safety"}

@@ -1,29 +1,65 @@
-"""Backend registry and resolver. Importing this package imports no backend."""
+"""Backend registry and resolver. Importing this package imports no backend.
+
+Adding a backend is one adapter file in this folder plus one entry in ``REGISTRY``: the command
+line's ``--backend`` choices, auto-detection from a user file's imports, the API's lookup from a
+graph object and the pytest plugin all read this table.
+"""
 
 from __future__ import annotations
 
 import ast
+import importlib
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from scanprobe.errors import BackendUnavailable, ScanprobeError
 
-NAMES = ("theano", "pytensor")
 
-#: Module names whose import in a user file points to a backend.
-_IMPORT_HINTS = {"theano": "theano", "pytensor": "pytensor", "pymc": "pytensor", "pymc3": "theano"}
+@dataclass(frozen=True)
+class Entry:
+    name: str  # --backend NAME
+    adapter: str  # "module:Class" in this package
+    #: top-level modules whose import in a user file points to this backend
+    imported_as: tuple[str, ...]
+
+
+REGISTRY: tuple[Entry, ...] = (
+    Entry("theano", "theano:TheanoBackend", ("theano", "pymc3")),
+    Entry("pytensor", "pytensor:PyTensorBackend", ("pytensor", "pymc")),
+)
+
+NAMES = tuple(e.name for e in REGISTRY)
 
 
 def get_backend(name: str):
     """A fresh backend object by name (nothing is imported yet)."""
-    if name == "theano":
-        from scanprobe.backends.theano import TheanoBackend
-
-        return TheanoBackend()
-    if name == "pytensor":
-        from scanprobe.backends.pytensor import PyTensorBackend
-
-        return PyTensorBackend()
+    for e in REGISTRY:
+        if e.name == name:
+            module, cls = e.adapter.split(":")
+            return getattr(importlib.import_module(f"scanprobe.backends.{module}"), cls)()
     raise ScanprobeError(f"unknown backend {name!r}", hint=f"use one of: {', '.join(NAMES)}")
+
+
+def backend_of(obj):
+    """The loaded backend that a graph object (a variable, a compiled function) belongs to."""
+    top = type(obj).__module__.split(".")[0]
+    for e in REGISTRY:
+        if e.name == top:
+            backend = get_backend(e.name)
+            backend.load([])
+            return backend
+    return backend_in_use()
+
+
+def backend_in_use():
+    """The backend whose library this process has imported (the first in the registry), or None."""
+    for e in REGISTRY:
+        if e.name in sys.modules:
+            backend = get_backend(e.name)
+            backend.load([])
+            return backend
+    return None
 
 
 def imported_backends(path: Path) -> list[str]:
@@ -33,6 +69,7 @@ def imported_backends(path: Path) -> list[str]:
     ImportError: import pytensor`` pattern); imports under ``if`` or inside functions are
     choices made at run time and do not decide.
     """
+    hints = {m: e.name for e in REGISTRY for m in e.imported_as}
     try:
         tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
     except SyntaxError:
@@ -52,7 +89,7 @@ def imported_backends(path: Path) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [node.module]
         for n in names:
-            b = _IMPORT_HINTS.get(n.split(".")[0])
+            b = hints.get(n.split(".")[0])
             if b and b not in found:
                 found.append(b)
     return found
@@ -80,7 +117,7 @@ def resolve(requested: str | None, path: Path):
             installed = [n for n in NAMES if get_backend(n).installed()]
             if not installed:
                 raise BackendUnavailable(
-                    "no backend is installed (neither theano nor pytensor)",
+                    f"no backend is installed (none of {', '.join(NAMES)})",
                     hint="pip install 'scanprobe[pytensor]' or 'scanprobe[theano]'",
                 )
             backend = get_backend(installed[0])
@@ -91,12 +128,6 @@ def resolve(requested: str | None, path: Path):
         if others:
             hint += f", or use --backend {others[0]} (installed here)"
         raise BackendUnavailable(
-            f"{backend.name} is not installed in this Python environment ({_python()})", hint=hint
+            f"{backend.name} is not installed in this Python environment ({sys.executable})", hint=hint
         )
     return backend, why
-
-
-def _python() -> str:
-    import sys
-
-    return sys.executable

@@ -1,18 +1,98 @@
-"""The backend interface. Adapters in this folder are the only code that imports a backend."""
+"""The backend interface: everything scanprobe asks of Theano, PyTensor or Aesara.
+
+Adapters in this folder are the only code that imports a backend. Everything outside
+``backends/`` goes through a ``Backend`` object: the methods declared here, and ``api``, an
+``Api`` record of the backend's graph classes and functions (the same names in every backend of
+the family). An adapter that leaves a field of ``Api`` unset fails when it loads.
+"""
 
 from __future__ import annotations
 
 import importlib.util
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field, fields
 from typing import Any
+
+
+@dataclass
+class Api:
+    """The graph classes and functions of one backend (what the walker and the fixes use)."""
+
+    module: Any  # the top-level package (theano, pytensor, aesara)
+    function: Any
+    scan: Any
+    FunctionMaker: Any
+    get_mode: Any
+    Mode: Any
+    optdb: Any
+    config: Any
+    Scan: Any
+    Alloc: Any
+    AllocEmpty: Any
+    Subtensor: Any
+    IncSubtensor: Any
+    DimShuffle: Any
+    Elemwise: Any
+    CAReduce: Any
+    Dot: Any
+    Shape: Any
+    Shape_i: Any
+    FunctionGraph: Any
+    Constant: Any
+    SharedVariable: Any
+    Variable: Any
+    T: Any  # the tensor module (theano.tensor, pytensor.tensor)
+    grad: Any
+    clone_replace: Any
+    equal_computations: Any
+    #: ``vectorize_graph`` where the backend has one (PyTensor), else None
+    vectorize_graph: Any = None
+
+    def __post_init__(self):
+        missing = [f.name for f in fields(self) if f.name != "vectorize_graph" and getattr(self, f.name) is None]
+        if missing:
+            raise TypeError(f"backend adapter left Api fields unset: {', '.join(missing)}")
+
+
+@dataclass
+class ScanInfo:
+    """What a Scan op says about itself, the same in every backend."""
+
+    name: str
+    as_while: bool
+    truncate_gradient: int
+    #: tap lists per role: {"mit_mot": [[...], ...], "mit_sot": [...], "sit_sot": [...]}
+    taps: dict
+    inner_inputs: list
+    inner_outputs: list
+
+
+@dataclass
+class Built:
+    """An optimized, not yet linked function graph (``Backend.build``)."""
+
+    maker: Any
+    create_args: tuple = ()
+    create_kwargs: dict = field(default_factory=dict)
+    mode: Any = None
+    mode_label: str = ""
+    seconds: float = 0.0
+    #: True when the mode came from the command line (--mode) rather than the user's code
+    from_cli: bool = False
+    function: Any = None
+
+    @property
+    def fgraph(self):
+        return self.maker.fgraph
 
 
 class Backend(ABC):
     """One graph library (Theano, PyTensor, Aesara) behind the interface scanprobe needs.
 
     A backend imports its library lazily (``load``), installs capture hooks while a user module
-    runs, turns a captured ``function(...)`` call into an optimized graph without linking it, and
-    turns that graph into plain ``records``.
+    runs, turns a captured ``function(...)`` call into an optimized graph without linking it
+    (``build``), links it on demand (``realize``), and answers the questions the graph walker,
+    the fixes and the runners ask (scan roles and taps, shape inference, modes, profiles).
     """
 
     #: Short name used on the command line (``--backend``).
@@ -21,11 +101,24 @@ class Backend(ABC):
     module_name: str = ""
     #: pip requirement that installs it, for error hints.
     install_hint: str = ""
+    #: The tag that adds the save-mem rewrite to a mode (``mode.including(tag)``).
+    save_mem_tag: str = ""
+    #: True where a compiled function keeps only its optimized graph (PyTensor optimizes the
+    #: graph it was given in place; Theano's ``maker.outputs`` are an unoptimized copy).
+    compiled_graph_is_optimized: bool = False
+
+    #: The backend's clone function as a user writes it (``theano.clone``), for suggested code.
+    clone_code: str = ""
+    #: Why ``--device cuda`` cannot run this backend ("" when its route is PyTensor's JAX linker).
+    no_gpu_reason: str = ""
+
+    api: Api | None = None
 
     def installed(self) -> bool:
         """True when the library can be found, without importing it."""
         return importlib.util.find_spec(self.module_name) is not None
 
+    # ------------------------------------------------------------------ loading
     @abstractmethod
     def load(self, notes: list[str]) -> Any:
         """Import the library (setting what it needs first); append one-line notes for the user."""
@@ -33,6 +126,10 @@ class Backend(ABC):
     @abstractmethod
     def version(self) -> str:
         """The library's version string."""
+
+    @abstractmethod
+    def package_dir(self) -> str:
+        """The folder the library is installed in (its own frames are not the user's)."""
 
     @abstractmethod
     def install_hooks(self, session) -> None:
@@ -43,13 +140,103 @@ class Backend(ABC):
         """Undo ``install_hooks``."""
 
     @abstractmethod
-    def build(self, captured, mode) -> Any:
-        """Optimize the graph of a captured compile in ``mode`` without linking it."""
+    def record_compiles(self):
+        """A context recording every function linked inside it (``.compiled``) and each one's first
+        call's positional arguments (``.first_args[id(fn)]``); the pytest plugin's view of a test."""
+
+    def is_variable(self, obj) -> bool:
+        """Whether ``obj`` is a graph variable (symbolic), not a value."""
+        return isinstance(obj, self.api.Variable)
+
+    # ------------------------------------------------------------------ compiling
+    @abstractmethod
+    def resolve_mode(self, mode) -> tuple[Any, str]:
+        """Mode object and a readable label for a user's ``mode=`` value or ``--mode``."""
 
     @abstractmethod
-    def realize(self, built) -> Any:
+    def build(self, captured, mode_override, profile=None) -> Built:
+        """Optimize the graph of a captured compile in a mode without linking it."""
+
+    @abstractmethod
+    def built_from_function(self, fn) -> Built:
+        """A ``Built`` for a function that was already compiled (e.g. inside a library)."""
+
+    @abstractmethod
+    def realize(self, built: Built) -> Any:
         """Link a built graph into the callable function the user's code expects."""
 
     @abstractmethod
-    def analyse(self, built, captured, knowledge, session):
-        """Return a ``records.Target`` for a built graph."""
+    def compile(self, inputs, outputs, **kwargs) -> Any:
+        """The backend's own ``function(inputs, outputs, ...)``, unhooked."""
+
+    @abstractmethod
+    def without_traces(self):
+        """A context in which new graph nodes record no user stack trace (see family.py)."""
+
+    # ------------------------------------------------------------------ modes
+    @abstractmethod
+    def mode_info(self, built: Built):
+        """``records.ModeInfo``: the mode analysed and whether its save-mem rewrite runs."""
+
+    @abstractmethod
+    def save_mem_runs(self, mode) -> bool:
+        """Whether a mode runs the save-mem rewrite."""
+
+    @abstractmethod
+    def with_save_mem(self, mode) -> Any:
+        """The mode with the save-mem rewrite (and the rewrite that shrinks what it slices) added."""
+
+    @abstractmethod
+    def save_mem_code(self, mode_label: str) -> str:
+        """The ``mode=`` expression a user writes to get ``with_save_mem`` of a mode."""
+
+    # ------------------------------------------------------------------ graphs
+    @abstractmethod
+    def scan_info(self, op) -> ScanInfo:
+        """Taps per role, name, while-ness, truncate_gradient and inner graph of a Scan op."""
+
+    @abstractmethod
+    def scan_roles(self, node):
+        """An object with ``outer_in_*`` / ``outer_out_*`` / ``inner_*`` lists (ScanArgs)."""
+
+    @abstractmethod
+    def subtensor_indices(self, node) -> list:
+        """The index entries of a Subtensor node (ints, variables, slices of them)."""
+
+    @abstractmethod
+    def infer_shape(self, node, shapes) -> list:
+        """The op's own shape inference (signatures differ between backends)."""
+
+    @abstractmethod
+    def shape_features(self, fgraph):
+        """A clone of ``fgraph`` able to answer shapes: (clone, equiv, shape_of(var) -> tuple|None)."""
+
+    @abstractmethod
+    def shape_graph(self, inputs, outputs):
+        """A new graph of ``outputs`` (cloned) able to answer shapes: (graph, shape_of(var))."""
+
+    @abstractmethod
+    def inner_graph(self, node):
+        """(inputs, outputs) of a Scan's inner graph that may be cloned and rewritten."""
+
+    @abstractmethod
+    def is_user_opaque(self, op) -> bool:
+        """Whether an op is an OpFromGraph the user made (not one the backend's rewrites made)
+        that is not inlined."""
+
+    def is_scan(self, node_or_op) -> bool:
+        op = getattr(node_or_op, "op", node_or_op)
+        return isinstance(op, self.api.Scan)
+
+    # ------------------------------------------------------------------ profiling
+    @abstractmethod
+    def profiled_mode(self, built: Built) -> tuple[Any, str]:
+        """(mode, label) of a twin whose profile records per-node shapes (a VM linker)."""
+
+    @abstractmethod
+    def profiling(self):
+        """A context in which compiled functions collect memory profiles."""
+
+    @abstractmethod
+    def profile_figures(self, fn) -> tuple[dict, list]:
+        """(variable -> shape, [(apply node, seconds)]) from a profiled function's last call."""

@@ -1,10 +1,16 @@
-"""PyTensor adapter: the only module that imports pytensor."""
+"""PyTensor adapter (2.x and 3.x): the only module that imports pytensor.
+
+Differences between PyTensor versions are decided by feature tests here (``FunctionMaker``'s
+home, a lazy ``ShapeFeature``, frozen inner graphs, the optimizer's own OpFromGraph subclasses).
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
 import types
 
+from scanprobe.backends.base import Api
 from scanprobe.backends.family import FamilyBackend
 
 
@@ -16,111 +22,106 @@ class PyTensorBackend(FamilyBackend):
     save_mem_rewrites = (
         "scan_reduce_trace_prealloc",
         "scan_reduce_trace_no_prealloc",
-        "scan_save_mem",  # before 2.31
+        "scan_save_mem",  # before 2.31, and Aesara
     )
+    compiled_graph_is_optimized = True
+
+    @property
+    def clone_code(self):
+        return f"{self.module_name}.graph.clone_replace"
+
+    def _import(self, name):
+        return importlib.import_module(f"{self.module_name}.{name}" if name else self.module_name)
 
     def load(self, notes):
         if self.api is not None:
             return self.api.module
         try:
-            import pytensor
+            lib = self._import("")
         except Exception as exc:
             from scanprobe.errors import BackendUnavailable
 
             raise BackendUnavailable(
-                f"pytensor failed to import: {type(exc).__name__}: {exc}".splitlines()[0],
+                f"{self.module_name} failed to import: {type(exc).__name__}: {exc}".splitlines()[0],
                 hint=self.install_hint,
             ) from None
-        import pytensor.tensor as pt
-        from pytensor.compile import mode as mode_mod
-        from pytensor.compile.sharedvalue import SharedVariable
-        from pytensor.graph.basic import Constant, Variable
-        from pytensor.graph.fg import FunctionGraph
-        from pytensor.graph.basic import equal_computations
-        from pytensor.graph.replace import clone_replace, graph_replace, vectorize_graph
-        from pytensor.tensor.math import Dot
-        from pytensor.scan.op import Scan
-        from pytensor.scan.utils import ScanArgs
-        from pytensor.tensor import basic as tb, elemwise, subtensor
-        from pytensor.tensor.shape import Shape, Shape_i
-        from pytensor.tensor.rewriting.shape import ShapeFeature
-
-        try:
-            from pytensor.compile.maker import FunctionMaker
-        except ImportError:  # PyTensor < 3
-            from pytensor.compile.function.types import FunctionMaker
-
-        self.api = types.SimpleNamespace(
-            module=pytensor,
-            function=pytensor.function,
-            scan=pytensor.scan,
-            FunctionMaker=FunctionMaker,
+        imp = self._import
+        mode_mod = imp("compile.mode")
+        basic = imp("graph.basic")
+        replace = imp("graph.replace") if self._has("graph.replace") else None
+        tb, elemwise, subtensor = imp("tensor.basic"), imp("tensor.elemwise"), imp("tensor.subtensor")
+        shape_mod = imp("tensor.shape") if self._has("tensor.shape") else tb
+        math = imp("tensor.math") if self._has("tensor.math") else tb
+        scan_op, scan_utils = imp("scan.op"), imp("scan.utils")
+        rewriting = imp("tensor.rewriting.shape") if self._has("tensor.rewriting.shape") else imp("tensor.basic_opt")
+        maker_home = imp("compile.maker") if self._has("compile.maker") else imp("compile.function.types")
+        self._ScanArgs = scan_utils.ScanArgs
+        self._indices_from_subtensor = subtensor.indices_from_subtensor
+        self._ShapeFeature = rewriting.ShapeFeature
+        self._OpFromGraph = imp("compile.builders").OpFromGraph
+        clone_replace = getattr(replace, "clone_replace", None) or getattr(basic, "clone_replace")
+        self.api = Api(
+            module=lib,
+            function=lib.function,
+            scan=lib.scan,
+            FunctionMaker=maker_home.FunctionMaker,
             get_mode=mode_mod.get_mode,
             Mode=mode_mod.Mode,
             optdb=mode_mod.optdb,
-            Scan=Scan,
-            ScanArgs=ScanArgs,
+            config=lib.config,
+            Scan=scan_op.Scan,
             Alloc=tb.Alloc,
             AllocEmpty=tb.AllocEmpty,
             Subtensor=subtensor.Subtensor,
             IncSubtensor=subtensor.IncSubtensor,
-            indices_from_subtensor=subtensor.indices_from_subtensor,
             DimShuffle=elemwise.DimShuffle,
-            Shape=Shape,
-            Shape_i=Shape_i,
-            ShapeFeature=ShapeFeature,
-            FunctionGraph=FunctionGraph,
-            clone_replace=clone_replace,
-            Constant=Constant,
-            SharedVariable=SharedVariable,
-            Variable=Variable,
-            config=pytensor.config,
-            fgraph_for_infer_shape=None,
-            T=pt,
-            grad=pt.grad,
-            equal_computations=equal_computations,
             Elemwise=elemwise.Elemwise,
             CAReduce=elemwise.CAReduce,
-            Dot=Dot,
-            vectorize_graph=vectorize_graph,
-            graph_replace=graph_replace,
+            Dot=math.Dot,
+            Shape=shape_mod.Shape,
+            Shape_i=shape_mod.Shape_i,
+            FunctionGraph=imp("graph.fg").FunctionGraph,
+            Constant=basic.Constant,
+            SharedVariable=imp("compile.sharedvalue").SharedVariable,
+            Variable=basic.Variable,
+            T=imp("tensor"),
+            grad=imp("gradient").grad,
+            clone_replace=clone_replace,
+            equal_computations=basic.equal_computations,
+            vectorize_graph=getattr(replace, "vectorize_graph", None),
         )
-        return pytensor
+        return lib
 
-    compiled_graph_is_optimized = True
+    def _has(self, name) -> bool:
+        import importlib.util
 
-    def version(self):
-        return self.api.module.__version__ if self.api else ""
+        try:
+            return importlib.util.find_spec(f"{self.module_name}.{name}") is not None
+        except ModuleNotFoundError:
+            return False
 
     def _function_homes(self):
-        pytensor = self.api.module
-        homes = [(pytensor, "function"), (pytensor.compile, "function")]
-        for modname in ("pytensor.compile.maker", "pytensor.compile.function"):
+        lib = self.api.module
+        homes = [(lib, "function"), (lib.compile, "function")]
+        for modname in (f"{self.module_name}.compile.maker", f"{self.module_name}.compile.function"):
             mod = sys.modules.get(modname)
             if mod is not None and hasattr(mod, "function") and not isinstance(mod.function, types.ModuleType):
                 homes.append((mod, "function"))
         return homes
 
-    def _scan_homes(self):
-        return [(self.api.module, "scan")]
-
-    def scan_info(self, op):
+    def _taps(self, op):
         info = op.info
         return {
-            "name": op.name,
-            "as_while": info.as_while,
-            "truncate_gradient": getattr(op, "truncate_gradient", -1),
-            "taps": {
-                "mit_mot": list(info.mit_mot_in_slices),
-                "mit_sot": list(info.mit_sot_in_slices),
-                "sit_sot": list(info.sit_sot_in_slices),
-            },
-            "inner_inputs": op.inner_inputs,
-            "inner_outputs": op.inner_outputs,
+            "mit_mot": list(info.mit_mot_in_slices),
+            "mit_sot": list(info.mit_sot_in_slices),
+            "sit_sot": list(info.sit_sot_in_slices),
         }
 
+    def _as_while(self, op):
+        return op.info.as_while
+
     def scan_roles(self, node):
-        return self.api.ScanArgs.from_node(node)
+        return self._ScanArgs.from_node(node)
 
     def subtensor_indices(self, node):
-        return list(self.api.indices_from_subtensor(node.inputs[1:], node.op.idx_list))
+        return list(self._indices_from_subtensor(node.inputs[1:], node.op.idx_list))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-import types
 
+from scanprobe.backends.base import Api
 from scanprobe.backends.family import FamilyBackend
 
 
@@ -15,10 +15,10 @@ def _flag_set(flags: str, key: str) -> bool:
 
 def _theanorc_sets(key: str) -> bool:
     """Whether a .theanorc file sets ``section.option`` (e.g. blas.ldflags)."""
-    section, option = key.split(".", 1)
-    paths = os.environ.get("THEANORC", "~/.theanorc:~/.theanorc.txt").split(os.pathsep)
     import configparser
 
+    section, option = key.split(".", 1)
+    paths = os.environ.get("THEANORC", "~/.theanorc:~/.theanorc.txt").split(os.pathsep)
     for path in paths:
         path = os.path.expanduser(path)
         if os.path.exists(path):
@@ -38,6 +38,8 @@ class TheanoBackend(FamilyBackend):
     install_hint = "pip install 'scanprobe[theano]'  (Theano 1.0.5 needs numpy<1.24)"
     save_mem_tag = "scanOp_save_mem"
     save_mem_rewrites = ("scanOp_save_mem",)
+    clone_code = "theano.clone"
+    no_gpu_reason = "Theano's GPU backend needs pygpu/libgpuarray, which PyPI does not provide"
 
     def load(self, notes):
         if self.api is not None:
@@ -45,7 +47,7 @@ class TheanoBackend(FamilyBackend):
         flags = os.environ.get("THEANO_FLAGS", "")
         added = []
         # Theano 1.0.5 reads numpy.distutils' BLAS info at import, which current numpy lacks;
-        # an empty ldflags makes it use numpy's C-API BLAS instead (see docs/backends.md).
+        # an empty ldflags makes it use numpy's C-API BLAS instead (see docs/backends-measured.md).
         if not _flag_set(flags, "blas.ldflags") and not _theanorc_sets("blas.ldflags"):
             added.append("blas.ldflags=")
         if added:
@@ -69,7 +71,7 @@ class TheanoBackend(FamilyBackend):
                 hint=self.install_hint,
             ) from None
         import theano.tensor as T
-        from theano.compile import function_module, mode as mode_mod, ops as cops
+        from theano.compile import builders, function_module, mode as mode_mod, ops as cops
         from theano.compile.sharedvalue import SharedVariable
         from theano.gof import graph as g
         from theano.gof.fg import FunctionGraph
@@ -78,7 +80,11 @@ class TheanoBackend(FamilyBackend):
 
         if added:
             notes.append("theano: added " + "; ".join(added) + " (your own THEANO_FLAGS are kept)")
-        self.api = types.SimpleNamespace(
+        self._scan_args = scan_utils.scan_args
+        self._get_idx_list = subtensor.get_idx_list
+        self._ShapeFeature = opt.ShapeFeature
+        self._OpFromGraph = builders.OpFromGraph
+        self.api = Api(
             module=theano,
             function=theano.function,
             scan=theano.scan,
@@ -86,67 +92,59 @@ class TheanoBackend(FamilyBackend):
             get_mode=mode_mod.get_mode,
             Mode=mode_mod.Mode,
             optdb=mode_mod.optdb,
+            config=theano.config,
             Scan=scan_op.Scan,
-            scan_args=scan_utils.scan_args,
             Alloc=tb.Alloc,
             AllocEmpty=tb.AllocEmpty,
             Subtensor=subtensor.Subtensor,
             IncSubtensor=subtensor.IncSubtensor,
-            get_idx_list=subtensor.get_idx_list,
             DimShuffle=elemwise.DimShuffle,
-            Shape=cops.Shape,
-            Shape_i=cops.Shape_i,
-            ShapeFeature=opt.ShapeFeature,
-            FunctionGraph=FunctionGraph,
-            clone_replace=theano.clone,
-            Constant=g.Constant,
-            SharedVariable=SharedVariable,
-            Variable=g.Variable,
-            config=theano.config,
-            T=T,
-            grad=theano.grad,
-            equal_computations=scan_utils.equal_computations,
             Elemwise=elemwise.Elemwise,
             CAReduce=elemwise.CAReduce,
             Dot=tb.Dot,
+            Shape=cops.Shape,
+            Shape_i=cops.Shape_i,
+            FunctionGraph=FunctionGraph,
+            Constant=g.Constant,
+            SharedVariable=SharedVariable,
+            Variable=g.Variable,
+            T=T,
+            grad=theano.grad,
+            clone_replace=theano.clone,
+            equal_computations=scan_utils.equal_computations,
             vectorize_graph=None,
         )
         return theano
-
-    def version(self):
-        return self.api.module.__version__ if self.api else ""
 
     def _function_homes(self):
         theano = self.api.module
         fmod = sys.modules.get("theano.compile.function")
         return [(theano, "function"), (theano.compile, "function"), (fmod, "function")]
 
-    def _scan_homes(self):
-        return [(self.api.module, "scan")]
-
     def infer_shape(self, node, shapes):
         return node.op.infer_shape(node, shapes)
 
-    def scan_info(self, op):
+    def _taps(self, op):
         tap_array = list(op.tap_array)
         n_mm, n_ms, n_ss = op.n_mit_mot, op.n_mit_sot, op.n_sit_sot
-        taps = {
+        return {
             "mit_mot": tap_array[:n_mm],
             "mit_sot": tap_array[n_mm : n_mm + n_ms],
             "sit_sot": tap_array[n_mm + n_ms : n_mm + n_ms + n_ss],
         }
-        return {
-            "name": op.name,
-            "as_while": op.as_while,
-            "truncate_gradient": op.truncate_gradient,
-            "taps": taps,
-            "inner_inputs": op.inputs,
-            "inner_outputs": op.outputs,
-        }
+
+    def _as_while(self, op):
+        return op.as_while
+
+    def _inner_inputs(self, op):
+        return op.inputs
+
+    def _inner_outputs(self, op):
+        return op.outputs
 
     def scan_roles(self, node):
         op = node.op
-        return self.api.scan_args(node.inputs, node.outputs, op.inputs, op.outputs, op.info)
+        return self._scan_args(node.inputs, node.outputs, op.inputs, op.outputs, op.info)
 
     def subtensor_indices(self, node):
-        return list(self.api.get_idx_list(node.inputs, node.op.idx_list))
+        return list(self._get_idx_list(node.inputs, node.op.idx_list))

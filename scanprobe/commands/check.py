@@ -7,19 +7,19 @@ from pathlib import Path
 from scanprobe.errors import NothingCompiled, ScanprobeError
 
 
-def run_check(files, settings, inputs=(), progress=None) -> dict:
-    """Inspect each file with the settings; returns {"reports": [...], "errors": [...]}."""
-    from scanprobe.commands.inspect import run_inspect
+def run_check(files, settings, inputs=(), progress=None):
+    """Inspect each file with the settings; returns a ``results.CheckResult``."""
+    from scanprobe.backends import resolve
+    from scanprobe.pipeline import analyse_module
+    from scanprobe.results import CheckResult, FileError
 
-    reports, errors, skipped = [], [], []
+    result = CheckResult(settings=settings)
     loaded_backend = None
     for f in files:
         path = Path(f)
         try:
             if progress:
                 progress.step(f"checking {path.name}")
-            from scanprobe.backends import resolve
-
             backend, _ = resolve(settings.backend, path) if path.exists() else (None, "")
             if backend is not None:
                 if loaded_backend and backend.name != loaded_backend:
@@ -28,42 +28,38 @@ def run_check(files, settings, inputs=(), progress=None) -> dict:
                         hint="run scanprobe check once per backend (--backend), each in its own environment",
                     )
                 loaded_backend = backend.name
-            rep = run_inspect(str(path), settings.backend, settings.mode, tuple(inputs), settings=settings)
+            rep = analyse_module(str(path), settings.backend, settings.mode, tuple(inputs), settings=settings).report
             # check reports and fails on errors and warnings; info notes stay with inspect
-            rep.findings = [f for f in rep.findings if f.severity in ("error", "warning")]
+            rep.findings = [f for f in rep.findings if f.counts]
             if getattr(settings, "run", False):
-                if any(f.code == "SP011" for f in rep.findings):
-                    rep.notes.append("not run: its predicted scan buffers are already over --max-peak")
-                else:
-                    rep.findings.extend(_measured_findings(path, settings, inputs, errors, rep))
-            reports.append(rep)
+                _run(path, settings, inputs, result, rep)
+            result.reports.append(rep)
         except NothingCompiled:
-            skipped.append(str(path))  # a helper module: nothing to check
+            result.skipped.append(str(path))  # a helper module: nothing to check
         except ScanprobeError as err:
-            errors.append({"file": str(path), "message": err.message, "hint": err.hint})
-    return {"reports": reports, "errors": errors, "skipped": skipped}
+            result.errors.append(FileError(str(path), err.message, err.hint))
+    return result
 
 
-def _measured_findings(path, settings, inputs, errors, rep):
+def _run(path, settings, inputs, result, rep):
     """With --run: profile the file (in a child) and report measured peaks over --max-peak."""
-    from scanprobe.analysis.sizes import human_bytes
     from scanprobe.commands.profile import run_profile
-    from scanprobe.records import Site
-    from scanprobe.rules.base import Finding
+    from scanprobe.records import Site, to_plain
+    from scanprobe.results import FileError
+    from scanprobe.rules import rule
+    from scanprobe.rules.sp011_peak_over_budget import PeakOverBudget
 
+    peak_rule = rule(PeakOverBudget)
+    if any(f.code == peak_rule.code for f in rep.findings):
+        rep.notes.append("not run: its predicted scan buffers are already over --max-peak")
+        return
     prof = run_profile(str(path), settings.backend, settings.mode, tuple(inputs), runs=1, node_profile=False)
-    if prof["error"]:
-        errors.append({"file": str(path), "message": prof["error"]["message"], "hint": prof["error"].get("hint")})
-        return []
-    out = []
-    rep.measured = {t["name"]: t.get("measured") for t in prof["targets"]}
-    for t in prof["targets"]:
-        measured = (t.get("measured") or {}).get("rss_peak_above_precall")
+    if prof.error:
+        result.errors.append(FileError(str(path), prof.error.message, prof.error.hint))
+        return
+    rep.measured = {t.name: to_plain(t.measured) for t in prof.targets}
+    for t in prof.targets:
+        measured = t.measured.rss_peak_above_precall if t.measured else None
         if settings.max_peak and measured is not None and measured > settings.max_peak:
-            out.append(Finding(
-                code="SP011", name="peak-over-budget", target=t["name"],
-                message=f"a measured call added {human_bytes(measured)} (RSS), over the "
-                        f"{human_bytes(settings.max_peak)} budget",
-                site=Site(str(path), 1), bytes=measured,
-            ))
-    return out
+            site = next((x.site for x in rep.targets if x.name == t.name and x.site), None) or Site(str(path), 1)
+            rep.findings.append(peak_rule.measured_finding(t.name, measured, settings.max_peak, site))

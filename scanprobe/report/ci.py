@@ -1,26 +1,14 @@
-"""Reporters of ``scanprobe check``: text, json, sarif (2.1.0), github (workflow annotations)."""
+"""Reporters of ``scanprobe check``: text, sarif (2.1.0), github (workflow annotations).
+
+Each reads a ``results.CheckResult`` (its settings, rows and summary); JSON is ``json_out``.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 
-from scanprobe import REPORT_SCHEMA, __version__
-from scanprobe.report import json_report
-
-
-#: Severities that ``check`` reports and fails on ("info" notes stay in ``inspect``).
-COUNTED = ("error", "warning")
-
-
-def counted(findings):
-    return [f for f in findings if f.severity in COUNTED]
-
-
-def _rows(result):
-    for rep in result["reports"]:
-        for f in counted(rep.findings):
-            yield rep, f
+from scanprobe.contracts import __version__
 
 
 def _location(rep, f):
@@ -29,19 +17,19 @@ def _location(rep, f):
     return os.path.relpath(rep.file), 1
 
 
-def render_text(result, out, settings):
-    n = 0
-    for rep, f in _rows(result):
+def render_text(result, out, color=None):
+    settings = result.settings
+    for rep, f in result.rows():
         path, line = _location(rep, f)
         out.write(f"{path}:{line}: {f.code} [{f.target}] {f.message}\n")
-        n += 1
-    for e in result["errors"]:
-        out.write(f"{e['file']}: error: {e['message']}\n")
-        if e.get("hint"):
-            out.write(f"  hint: {e['hint']}\n")
-    files = len({r.file for r in result["reports"]} | {e["file"] for e in result["errors"]})
-    if result.get("skipped"):
-        out.write(f"skipped (compile nothing): {', '.join(os.path.relpath(p) for p in result['skipped'])}\n")
+    for e in result.errors:
+        out.write(f"{e.file}: error: {e.message}\n")
+        if e.hint:
+            out.write(f"  hint: {e.hint}\n")
+    summary = result.summary
+    n, files = summary["findings"], summary["files"]
+    if result.skipped:
+        out.write(f"skipped (compile nothing): {', '.join(os.path.relpath(p) for p in result.skipped)}\n")
     budgets = []
     if settings.max_buffer:
         budgets.append(f"max-buffer {settings.max_buffer:,} B")
@@ -50,40 +38,26 @@ def render_text(result, out, settings):
     out.write(
         f"{n} finding{'s' if n != 1 else ''} in {files} file{'s' if files != 1 else ''}"
         + (f" ({'; '.join(budgets)})" if budgets else "")
-        + (f"; {len(result['errors'])} error(s)" if result["errors"] else "")
+        + (f"; {len(result.errors)} error(s)" if result.errors else "")
         + "\n"
     )
 
 
-def render_json(result, out, settings):
-    body = {
-        "schema": REPORT_SCHEMA,
-        "scanprobe": __version__,
-        "reports": [dict(json_report.as_dict(r), measured=getattr(r, "measured", None)) for r in result["reports"]],
-        "errors": result["errors"],
-        "skipped": result.get("skipped", []),
-        "settings": {"max_buffer": settings.max_buffer, "max_peak": settings.max_peak,
-                     "select": settings.select, "ignore": settings.ignore, "source": settings.source},
-    }
-    json.dump(body, out, indent=2, sort_keys=True, default=str)
-    out.write("\n")
-
-
-def render_github(result, out, settings):
+def render_github(result, out, color=None):
     """GitHub Actions workflow commands: an annotation on the user's source line per finding."""
 
     def esc(text):
         return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
-    for rep, f in _rows(result):
+    for rep, f in result.rows():
         path, line = _location(rep, f)
         kind = "error" if f.severity == "error" else "warning"
         out.write(f"::{kind} file={path},line={line},title={f.code} {f.name}::{esc(f.message)}\n")
-    for e in result["errors"]:
-        out.write(f"::error file={e['file']},title=scanprobe error::{esc(e['message'])}\n")
+    for e in result.errors:
+        out.write(f"::error file={e.file},title=scanprobe error::{esc(e.message)}\n")
 
 
-def sarif(result, settings) -> dict:
+def sarif(result) -> dict:
     """A SARIF 2.1.0 log: one run, the rules with their documentation, one result per finding."""
     from scanprobe.rules import RULES
 
@@ -105,7 +79,7 @@ def sarif(result, settings) -> dict:
         )
     index = {r.code: i for i, r in enumerate(RULES)}
     results = []
-    for rep, f in _rows(result):
+    for rep, f in result.rows():
         path, line = _location(rep, f)
         text = f.message + "".join(f"\n{x}" for x in f.explanation + [f"fix: {x}" for x in f.fix])
         results.append(
@@ -125,9 +99,7 @@ def sarif(result, settings) -> dict:
                 "properties": {"target": f.target, "scan": f.scan, "bytes": f.bytes},
             }
         )
-    notifications = [
-        {"level": "error", "message": {"text": f"{e['file']}: {e['message']}"}} for e in result["errors"]
-    ]
+    notifications = [{"level": "error", "message": {"text": f"{e.file}: {e.message}"}} for e in result.errors]
     return {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
@@ -142,16 +114,13 @@ def sarif(result, settings) -> dict:
                 },
                 "results": results,
                 "invocations": [
-                    {"executionSuccessful": not result["errors"], "toolExecutionNotifications": notifications}
+                    {"executionSuccessful": not result.errors, "toolExecutionNotifications": notifications}
                 ],
             }
         ],
     }
 
 
-def render_sarif(result, out, settings):
-    json.dump(sarif(result, settings), out, indent=2, sort_keys=True, default=str)
+def render_sarif(result, out, color=None):
+    json.dump(sarif(result), out, indent=2, sort_keys=True, default=str)
     out.write("\n")
-
-
-RENDERERS = {"text": render_text, "json": render_json, "sarif": render_sarif, "github": render_github}

@@ -34,9 +34,8 @@ def render(report, pictures: dict | None = None) -> str:
         f"<h1>scanprobe report: {_e(os.path.basename(report.file))}</h1>",
         f"<p class='note'>{_e(report.backend)} {_e(report.backend_version)} ({_e(report.backend_why)})</p>",
     ]
-    counted = [f for f in report.findings if f.severity in ("error", "warning")]
-    n, notes = len(counted), len(report.findings) - len(counted)
-    total = sum(f.bytes or 0 for f in report.findings if f.code == "SP001" and f.severity != "info")
+    summary = report.summary
+    n, notes, total = summary.findings, summary.notes, summary.removable_bytes
     parts.append(
         f"<p id='summary'><b>{n} finding{'s' if n != 1 else ''}</b>"
         + (f" (+ {notes} note{'s' if notes != 1 else ''})" if notes else "")
@@ -52,7 +51,7 @@ def render(report, pictures: dict | None = None) -> str:
             + "</ul></div>"
         )
     for t in report.targets:
-        verdicts = {(v.buffer.scan_id, v.buffer.role, v.buffer.index): v for v in report.verdicts.get(t.name, [])}
+        verdicts = report.verdict_map(t.name)
         where = f" ({_e(t.site.short())})" if t.site else ""
         parts.append(f"<h2>target {_e(t.name)}{where}</h2>")
         parts.append(
@@ -100,22 +99,19 @@ def render(report, pictures: dict | None = None) -> str:
     return "\n".join(parts)
 
 
-def pictures_for(keep, report) -> dict:
-    """SVG text of each kept target's graph, when graphviz is installed."""
+def pictures_for(report) -> dict:
+    """SVG text of each target's graph picture, when graphviz is installed."""
     if shutil.which("dot") is None:
         return {}
     from scanprobe.report.graph import to_dot
 
-    out = {}
-    for session, _cap, built, target in keep:
-        pic = session.backend.picture(built, target, report.verdicts[target.name])
-        out[target.name] = to_dot(pic).create(format="svg").decode("utf-8", errors="replace")
-    return out
+    return {name: to_dot(pic).create(format="svg").decode("utf-8", errors="replace")
+            for name, pic in report.pictures.items()}
 
 
-def write(report, keep, path: str) -> None:
+def write(report, path: str) -> None:
     """Write the HTML atomically (a temporary file renamed into place)."""
-    text = render(report, pictures_for(keep, report))
+    text = render(report, pictures_for(report))
     tmp = f"{path}.tmp-{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(text)

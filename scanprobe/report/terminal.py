@@ -45,7 +45,7 @@ def render(report, out, color=None) -> None:
         if not t.scans:
             con.print("  no scan in this function")
             continue
-        verdicts = {(v.buffer.scan_id, v.buffer.role, v.buffer.index): v for v in report.verdicts.get(t.name, [])}
+        verdicts = report.verdict_map(t.name)
         st = Table(title=None, show_edge=False, pad_edge=False)
         for col in ("scan", "n_steps", "kind", "defined at"):
             st.add_column(col)
@@ -100,19 +100,17 @@ def render(report, out, color=None) -> None:
                 con.print(f"    {escape(line)}")
             for line in f.fix:
                 con.print(f"    [green]fix:[/] {escape(line)}")
-        history = [f for f in report.findings if f.code == "SP001" and f.severity != "info"]
-        total = sum(f.bytes or 0 for f in history)
-        symbolic = sum(1 for f in history if f.bytes is None)
-        held = human_bytes(total) + (f" + {symbolic} of symbolic size" if symbolic else "")
-        counted = [f for f in report.findings if f.severity in ("error", "warning")]
-        notes = len(report.findings) - len(counted)
-        head = (f"[bold red]{len(counted)} finding{'s' if len(counted) != 1 else ''}[/]" if counted
+        summary = report.summary
+        held = human_bytes(summary.removable_bytes) + (
+            f" + {summary.removable_symbolic} of symbolic size" if summary.removable_symbolic else "")
+        has_history = summary.removable_bytes or summary.removable_symbolic
+        head = (f"[bold red]{summary.findings} finding{'s' if summary.findings != 1 else ''}[/]" if summary.findings
                 else "[bold green]no findings[/]")
         con.print(
             head
-            + (f" (+ {notes} note{'s' if notes != 1 else ''})" if notes else "")
-            + f" in {len(report.targets)} target{'s' if len(report.targets) != 1 else ''}"
-            + (f" · {held} held in removable history" if history else "")
+            + (f" (+ {summary.notes} note{'s' if summary.notes != 1 else ''})" if summary.notes else "")
+            + f" in {summary.targets} target{'s' if summary.targets != 1 else ''}"
+            + (f" · {held} held in removable history" if has_history else "")
         )
     else:
         con.print(f"[bold green]no findings[/] in {len(report.targets)} target{'s' if len(report.targets) != 1 else ''}")
@@ -137,9 +135,13 @@ def _history_cell(v) -> str:
 def render_error(error, out, color=None) -> None:
     from rich.markup import escape
 
+    from scanprobe.records import Site
+
     con = _console(out, color)
     con.print(f"[bold red]error:[/] {escape(error.message)}")
     for fr in error.frames[-3:]:
+        fr = Site(**fr) if isinstance(fr, dict) else fr
         con.print(f"  at {escape(fr.short())} in {escape(fr.function or '?')}: [dim]{escape(fr.code)}[/]")
     if error.hint:
         con.print(f"[yellow]hint:[/] {escape(error.hint)}")
+

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 
 from scanprobe.records import Site
 
+#: Severities that count as findings (exit code 1, reported by ``check``); ``info`` is a note.
+COUNTED = ("error", "warning")
+
 
 @dataclass
 class Finding:
@@ -21,6 +24,16 @@ class Finding:
     bytes: int | None = None
     explanation: list[str] = field(default_factory=list)
     fix: list[str] = field(default_factory=list)
+
+    @property
+    def counts(self) -> bool:
+        """A finding (error or warning) rather than an info note."""
+        return self.severity in COUNTED
+
+
+def counted(findings) -> list:
+    """The findings that count (errors and warnings), without the info notes."""
+    return [f for f in findings if f.counts]
 
 
 def step_label(scan) -> str:
@@ -53,6 +66,18 @@ class Rule(ABC):
 
         ``settings`` holds budgets and options (``check``'s settings; None means defaults).
         """
+
+    def finding(self, target, message, *, severity="error", scan="", site=None, bytes=None,
+                explanation=(), fix=()) -> Finding:
+        """A finding of this rule about ``target`` (a ``records.Target`` or its name)."""
+        return Finding(
+            code=self.code, name=self.name, target=getattr(target, "name", target), message=message,
+            severity=severity, scan=scan, site=site, bytes=bytes, explanation=list(explanation), fix=list(fix),
+        )
+
+    def holds_removable_history(self, finding: Finding) -> bool:
+        """Whether a finding's bytes are history that could be dropped (summed in reports)."""
+        return False
 
     def sections(self) -> dict[str, str]:
         parts = re.split(r"^## (.+)$", self.doc, flags=re.M)

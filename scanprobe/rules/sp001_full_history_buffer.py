@@ -41,7 +41,7 @@ Every fix scanprobe applies is verified by rerunning the function.
 from __future__ import annotations
 
 from scanprobe.analysis.sizes import human_bytes
-from scanprobe.rules.base import Finding, Rule
+from scanprobe.rules.base import Rule
 
 
 class FullHistoryBuffer(Rule):
@@ -73,14 +73,8 @@ class FullHistoryBuffer(Rule):
             msg = f"{buf.belongs_to} in scan `{scan.name}` keeps every step: {rows}, {size}"
             fix = self._fix(target, v)
             findings.append(
-                Finding(
-                    code=self.code,
-                    name=self.name,
-                    target=target.name,
-                    message=msg,
-                    scan=scan.name,
-                    site=buf.created_site,
-                    bytes=buf.bytes,
+                self.finding(
+                    target, msg, scan=scan.name, site=buf.created_site, bytes=buf.bytes,
                     explanation=[f"buffer: {buf.created_by}, shape ({buf.shape_formula()}) {buf.dtype}"]
                     + v.why[:1]
                     + [f"not shrunk because {w}" for w in v.why[1:]],
@@ -103,22 +97,18 @@ class FullHistoryBuffer(Rule):
 
         choices = sorted({4, 16, max(2, int(round(math.sqrt(n)))), 64} - {n})
         cells = [f"N={k}: {human_bytes((math.ceil(n / k) + 1 + k) * row)}" for k in choices if k < n]
-        return Finding(
-            code=self.code,
-            name=self.name,
-            target=target.name,
-            message=(
-                f"{buf.belongs_to} in scan `{scan.name}` keeps every step ({human_bytes(buf.bytes)}), "
-                "read by the backward pass: needed; scan_checkpoints would keep less"
-            ),
-            severity="info",
-            scan=scan.name,
-            site=scan.site,
-            bytes=None,
+        return self.finding(
+            target,
+            f"{buf.belongs_to} in scan `{scan.name}` keeps every step ({human_bytes(buf.bytes)}), "
+            "read by the backward pass: needed; scan_checkpoints would keep less",
+            severity="info", scan=scan.name, site=scan.site,
             explanation=[f"with scan_checkpoints(..., save_every_N=N): {'; '.join(cells)} (forward steps recomputed)"],
             fix=["theano.scan_checkpoints / pytensor.scan.checkpoints.scan_checkpoints in place of scan, "
                  "with save_every_N near sqrt(n_steps)"],
         )
+
+    def holds_removable_history(self, finding) -> bool:
+        return finding.counts
 
     @staticmethod
     def _fix(target, v) -> list[str]:

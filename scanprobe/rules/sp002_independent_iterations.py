@@ -34,7 +34,7 @@ reported as fixed. Blocked scans are reported as notes, without a fix.
 
 from __future__ import annotations
 
-from scanprobe.rules.base import Finding, Rule, step_label as _step, steps_text
+from scanprobe.rules.base import Rule, step_label as _step, steps_text
 
 
 class IndependentIterations(Rule):
@@ -70,14 +70,8 @@ class IndependentIterations(Rule):
                 fix = ["write the step for all rows at once, or run scanprobe fix to vectorize it (verified by rerun)"]
                 severity = "warning"
             findings.append(
-                Finding(
-                    code=self.code,
-                    name=self.name,
-                    target=target.name,
-                    message=msg,
-                    severity=severity,
-                    scan=scan.name,
-                    site=scan.site,
+                self.finding(
+                    target, msg, severity=severity, scan=scan.name, site=scan.site,
                     explanation=[f"`{b.op}`: {b.reason}" for b in scan.blockers[:3]]
                     + [f"{scan.step_ops} ops run once per step"],
                     fix=fix,

@@ -42,7 +42,7 @@ rtol 1e-10) or the fix is reported as failed and not applied.
 
 from __future__ import annotations
 
-from scanprobe.rules.base import Finding, Rule, step_label as _step, steps_text
+from scanprobe.rules.base import Rule, step_label as _step, steps_text
 
 
 class PerStepBatchWork(Rule):
@@ -69,14 +69,8 @@ class PerStepBatchWork(Rule):
                 "O(n_steps^2) work in all"
             )
             findings.append(
-                Finding(
-                    code=self.code,
-                    name=self.name,
-                    target=target.name,
-                    message=msg,
-                    severity="error",
-                    scan=scan.name,
-                    site=scan.site,
+                self.finding(
+                    target, msg, scan=scan.name, site=scan.site,
                     explanation=[
                         f"{w.op} into {w.target} (length {w.length.formula}), {w.downstream_ops} ops of the step depend on it"
                         for w in works[:4]

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import ast
 
-CODE = "SP004"
-NAME = "compiled-function-in-scan"
+from scanprobe.errors import UserCodeError
+from scanprobe.rules.base import Rule
 
 
 def _call_at(path: str, line: int):
@@ -69,8 +69,9 @@ class _Rename(ast.NodeTransformer):
         return node
 
 
-def clone_snippet(site, arg_names: list[str], backend: str) -> str | None:
-    """``clone(<outputs>, replace={<givens with inputs renamed to the call's args>})``."""
+def clone_snippet(site, arg_names: list[str], clone: str) -> str | None:
+    """``clone(<outputs>, replace={<givens with inputs renamed to the call's args>})``; ``clone``
+    is the backend's clone function as the user writes it (``theano.clone``)."""
     call, _ = _call_at(site.file, site.line)
     if call is None:
         return None
@@ -83,10 +84,43 @@ def clone_snippet(site, arg_names: list[str], backend: str) -> str | None:
     renames = {n: a for n, a in zip(input_names, arg_names) if a}
     out_src = ast.unparse(_Rename(renames).visit(outputs))
     givens = kw.get("givens")
-    clone = "theano.clone" if backend == "theano" else "pytensor.graph.clone_replace"
     if isinstance(givens, ast.Dict):
         pairs = ", ".join(
             f"{ast.unparse(k)}: {ast.unparse(_Rename(renames).visit(v))}" for k, v in zip(givens.keys, givens.values)
         )
         return f"{clone}({out_src}, replace={{{pairs}}})"
     return f"{clone}({out_src}, replace={{{', '.join(f'{i}: {a}' for i, a in renames.items())}}})"
+
+
+class CompiledFunctionInScan(Rule):
+    # Found while the module runs (the call raises there), so ``check`` on a target finds
+    # nothing: ``explain`` turns what loading saw into the error the user gets.
+    code = "SP004"
+    name = "compiled-function-in-scan"
+    summary = "a compiled function is called on graph variables (inside a scan step)"
+    doc = __doc__
+
+    def check(self, target, verdicts, settings=None):
+        return []  # load-time rule: see explain()
+
+    def explain(self, function_name, compiled_at, caller, arg_names, symbolic, clone_code, frames) -> UserCodeError:
+        """The error for a compiled function called on the symbolic ``symbolic`` variables.
+
+        ``compiled_at``: the site of its compile call; ``caller``: the innermost user frame that
+        called it; ``arg_names``: the source text of the call's arguments; ``clone_code``: the
+        backend's clone function as the user writes it.
+        """
+        var = arg_names[0] if arg_names else (getattr(symbolic[0], "name", None) or "a graph variable")
+        where = f" in `{caller.function}` ({caller.short()})" if caller else ""
+        compiled = f" (compiled at {compiled_at.short()})" if compiled_at else ""
+        snippet = clone_snippet(compiled_at, arg_names, clone_code) if compiled_at else None
+        hint = (
+            f"build the graph instead of calling it: return {snippet}" if snippet
+            else "build the graph with clone(outputs, replace={input: variable}) or OpFromGraph instead of calling it"
+        ) + "; or wrap it once in OpFromGraph and call that op (pass shared variables as explicit inputs)"
+        return UserCodeError(
+            f"{self.code} {self.name}: `{function_name}`{compiled} is called on the symbolic `{var}`{where}; "
+            "a compiled function takes numbers, a scan step builds a graph",
+            hint=hint,
+            frames=frames,
+        )

@@ -31,7 +31,7 @@ compile time it may add) to the user.
 
 from __future__ import annotations
 
-from scanprobe.rules.base import Finding, Rule, step_label
+from scanprobe.rules.base import Rule, step_label
 
 
 class OpaqueOpInScan(Rule):
@@ -47,14 +47,10 @@ class OpaqueOpInScan(Rule):
                 continue
             names = ", ".join(f"`{o.op}` ({o.reason})" for o in scan.opaque[:3])
             findings.append(
-                Finding(
-                    code=self.code,
-                    name=self.name,
-                    target=target.name,
-                    message=f"scan `{scan.name}`{step_label(scan)} runs {len(scan.opaque)} OpFromGraph op(s) in its step: {names}",
-                    severity="warning",
-                    scan=scan.name,
-                    site=scan.site,
+                self.finding(
+                    target,
+                    f"scan `{scan.name}`{step_label(scan)} runs {len(scan.opaque)} OpFromGraph op(s) in its step: {names}",
+                    severity="warning", scan=scan.name, site=scan.site,
                     explanation=[
                         "the optimizer treats it as one opaque op: no pushout of loop-invariant work, no fusion, "
                         "no save-mem inside it, an opaque gradient per step"

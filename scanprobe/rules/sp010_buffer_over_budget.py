@@ -27,7 +27,7 @@ Budget findings have no automatic fix.
 from __future__ import annotations
 
 from scanprobe.analysis.sizes import human_bytes
-from scanprobe.rules.base import Finding, Rule
+from scanprobe.rules.base import Rule
 
 
 class BufferOverBudget(Rule):
@@ -45,15 +45,10 @@ class BufferOverBudget(Rule):
             b = v.buffer
             if b.bytes is not None and b.bytes > limit:
                 out.append(
-                    Finding(
-                        code=self.code,
-                        name=self.name,
-                        target=target.name,
-                        message=f"{b.belongs_to} in scan `{v.scan.name}` is {human_bytes(b.bytes)}, "
-                        f"over the {human_bytes(limit)} budget",
-                        scan=v.scan.name,
-                        site=b.created_site,
-                        bytes=b.bytes,
+                    self.finding(
+                        target,
+                        f"{b.belongs_to} in scan `{v.scan.name}` is {human_bytes(b.bytes)}, over the {human_bytes(limit)} budget",
+                        scan=v.scan.name, site=b.created_site, bytes=b.bytes,
                         explanation=[f"buffer: {b.created_by}, shape ({b.shape_formula()}) {b.dtype}"]
                         + ([f"history: {v.verdict}"] if v.verdict else []),
                     )

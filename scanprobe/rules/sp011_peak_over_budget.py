@@ -26,12 +26,7 @@ Budget findings have no automatic fix.
 from __future__ import annotations
 
 from scanprobe.analysis.sizes import human_bytes
-from scanprobe.rules.base import Finding, Rule
-
-
-def predicted_scan_peak(target) -> int:
-    """Sum of the known sizes of the top-level scan buffers of a target."""
-    return sum(b.bytes or 0 for s in target.scans if s.parent is None for b in s.buffers)
+from scanprobe.rules.base import Rule
 
 
 class PeakOverBudget(Rule):
@@ -44,17 +39,20 @@ class PeakOverBudget(Rule):
         limit = getattr(settings, "max_peak", None)
         if not limit:
             return []
-        total = predicted_scan_peak(target)
+        total = target.scan_buffer_bytes()
         if total <= limit:
             return []
         return [
-            Finding(
-                code=self.code,
-                name=self.name,
-                target=target.name,
-                message=f"its scan buffers need at least {human_bytes(total)}, over the {human_bytes(limit)} budget",
-                site=target.site,
-                bytes=total,
-                explanation=[f"mode {target.mode.name}; {len(target.scans)} scan(s)"],
+            self.finding(
+                target, f"its scan buffers need at least {human_bytes(total)}, over the {human_bytes(limit)} budget",
+                site=target.site, bytes=total, explanation=[f"mode {target.mode.name}; {len(target.scans)} scan(s)"],
             )
         ]
+
+    def measured_finding(self, target_name, measured: int, limit: int, site):
+        """``check --run``: a measured call that used more than the budget (RSS above the pre-call level)."""
+        return self.finding(
+            target_name,
+            f"a measured call added {human_bytes(measured)} (RSS), over the {human_bytes(limit)} budget",
+            site=site, bytes=measured,
+        )

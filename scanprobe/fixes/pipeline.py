@@ -1,0 +1,227 @@
+"""The fix pipeline: which fixes apply to a target, the fixed function, and its proof.
+
+One path for ``scanprobe fix`` (run in the supervised child) and ``scanprobe.fix(f)`` (in the
+user's process):
+
+1. ``plan``: the fixes that apply, from the target's findings (SP001: the mode lacks save-mem
+   where history is removable) and the graph rewrites found for its scans (``FIXERS``: rule code
+   to the function that finds that rule's rewrites).
+2. ``fixed_build``: the user's call with the rewrites applied, built in the fixed mode, and
+   analysed again: a fixed rule whose finding is still there has not been fixed.
+3. ``fix_target``: both functions run from the same shared state (``verify``), outputs compared,
+   memory and time measured by the runner the caller passes in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from scanprobe.analysis.history import classify
+from scanprobe.fixes import per_example, savemem, vectorize
+from scanprobe.fixes.graph_edit import Rewrite, apply
+from scanprobe.fixes.verify import SharedState, compare, outputs
+from scanprobe.records import to_plain
+from scanprobe.results import FixSide, Measurement, RewriteNote, TargetFix
+from scanprobe.rules import RULES, counted
+from scanprobe.walk.walker import analyse
+
+#: Rule code -> the function that finds its graph rewrites, in the order they are tried (a scan
+#: taken by one is not offered to the next).
+FIXERS = {per_example.RULE: per_example.per_example, vectorize.RULE: vectorize.vectorize}
+
+
+def compiled_variables(call):
+    """(outputs as given, update pairs) of a captured ``function(...)`` call."""
+    args, kwargs = list(call.args), dict(call.kwargs)
+    outputs_ = args[1] if len(args) > 1 else kwargs.get("outputs")
+    updates = kwargs.get("updates") or []
+    pairs = list(updates.items()) if hasattr(updates, "items") else list(updates)
+    return outputs_, pairs
+
+
+def graph_rewrites(backend, call) -> list[Rewrite]:
+    """Every graph rewrite found for the scans of a captured call (applied ones have a form)."""
+    outs, pairs = compiled_variables(call)
+    outs = outs if isinstance(outs, (list, tuple)) else [outs]
+    variables = [getattr(o, "variable", o) for o in outs if o is not None] + [u for _, u in pairs]
+    variables = [v for v in variables if backend.is_variable(v)]
+    found: list[Rewrite] = []
+    for finder in FIXERS.values():
+        taken = {id(r.scan_node) for r in found if r.form}
+        found += [r for r in finder(backend, variables) if id(r.scan_node) not in taken]
+    return found
+
+
+def rewritten(backend, call, applied):
+    """A copy of a captured call whose outputs and updates carry the applied rewrites."""
+    outs, pairs = compiled_variables(call)
+    single = not isinstance(outs, (list, tuple))
+    listed = [outs] if single else list(outs)
+    plain = [o for o in listed if backend.is_variable(o)]
+    new = apply(backend.api, plain + [u for _, u in pairs], applied)
+    it = iter(new[: len(plain)])
+    new_outs = [next(it) if backend.is_variable(o) else o for o in listed]
+    new_updates = [(k, u) for (k, _), u in zip(pairs, new[len(plain):])]
+    args, kwargs = list(call.args), dict(call.kwargs)
+    value = new_outs[0] if single else (type(outs)(new_outs) if isinstance(outs, tuple) else new_outs)
+    if len(args) > 1:
+        args[1] = value
+    else:
+        kwargs["outputs"] = value
+    if pairs:
+        kwargs["updates"] = new_updates
+    return dataclasses.replace(call, args=tuple(args), kwargs=kwargs, function=None, built=None)
+
+
+@dataclass
+class Plan:
+    """The fixes that apply to one target."""
+
+    save_mem: bool
+    rewrites: list[Rewrite] = field(default_factory=list)
+
+    @property
+    def applied(self) -> list[Rewrite]:
+        return [r for r in self.rewrites if r.form]
+
+    @property
+    def rules(self) -> list[str]:
+        return ([savemem.RULE] if self.save_mem else []) + sorted({r.rule for r in self.applied})
+
+    def notes(self) -> list[RewriteNote]:
+        return [RewriteNote(r.rule, r.scan, r.form, list(r.detail), r.reason, r.snippet) for r in self.rewrites]
+
+
+def plan(backend, call, findings) -> Plan:
+    """What to do for one target: ``findings`` are its findings (all rules)."""
+    return Plan(save_mem=savemem.applies(findings), rewrites=graph_rewrites(backend, call))
+
+
+def findings_of(target) -> list:
+    """Every rule's findings for an analysed target (no budgets)."""
+    verdicts = classify(target)
+    return [f for r in RULES for f in r.check(target, verdicts, None)]
+
+
+def fixed_build(backend, session, call, built, fix_plan: Plan, knowledge_of, mode_override=None):
+    """(fixed call, its Built, its analysed Target) for a target and its plan.
+
+    ``knowledge_of(call, built)`` gives what is known of the fixed graph's inputs.
+    """
+    fixed_call = rewritten(backend, call, fix_plan.applied) if fix_plan.applied else call
+    mode = built.mode if mode_override is None else backend.resolve_mode(mode_override)[0]
+    if fix_plan.save_mem:
+        mode = savemem.fixed_mode(backend, mode)
+    fixed = backend.build(fixed_call, mode)
+    fixed.mode_label = built.mode_label + (f" + {backend.save_mem_tag}" if fix_plan.save_mem else "")
+    target = analyse(backend, fixed, fixed_call, knowledge_of(fixed_call, fixed), session).target
+    return fixed_call, fixed, target
+
+
+def remaining(target, rules) -> dict:
+    """Counted findings of ``rules`` still present in an analysed target."""
+    found = counted(findings_of(target))
+    return {r: sum(1 for f in found if f.code == r) for r in rules}
+
+
+def fix_target(backend, session, live, fix_plan: Plan, values, runner, knowledge_of, mode_override=None,
+               on_update=None) -> TargetFix:
+    """Apply the fixes of ``fix_plan`` (see ``plan``) to one analysed target, prove them by rerunning.
+
+    ``live``: the target's (captured call, Built, Target); ``values``: its explicit inputs;
+    ``runner``: an object with ``step(text)`` and ``measure(fn, values) -> Measurement`` (the
+    child's).
+    """
+    call, built, target = live
+    entry = TargetFix(
+        name=target.name,
+        rules=fix_plan.rules,
+        mode=target.mode.name,
+        tag=target.mode.save_mem_tag if fix_plan.save_mem else "",
+        suggestion=savemem.suggestion(backend, target.mode.name) if fix_plan.save_mem else "",
+        fixed_mode=mode_override or "",
+        rewrites=fix_plan.notes(),
+        site=to_plain(call.site) if call.site else None,
+    )
+    save = on_update or (lambda e: None)
+    state = SharedState(built.fgraph)
+    runner.step(f"running {target.name} as it is")
+    entry.before = FixSide(predicted_peak=target.scan_buffer_bytes())
+    before_out, entry.before.measured = _run_from(state, session.realize(call), values, runner)
+    save(entry)
+    runner.step(f"rewriting {target.name}")
+    _, fixed, fixed_target = fixed_build(backend, session, call, built, fix_plan, knowledge_of, mode_override)
+    entry.after = FixSide(predicted_peak=fixed_target.scan_buffer_bytes(), remaining=remaining(fixed_target, fix_plan.rules))
+    save(entry)
+    runner.step(f"running {target.name} fixed")
+    after_out, entry.after.measured = _run_from(state, backend.realize(fixed), values, runner)
+    cmp = compare(before_out, after_out)
+    entry.outputs_equal, entry.max_abs_diff, entry.tolerance = cmp["outputs_equal"], cmp["max_abs_diff"], cmp["tolerance"]
+    save(entry)
+    return entry
+
+
+def _run_from(state, fn, values, runner) -> tuple[list, Measurement]:
+    """Outputs of one call and the measurements of ``fn``, each starting from the saved state."""
+    state.restore()
+    out = outputs(fn, values)
+    state.restore()
+    measured = runner.measure(fn, values)
+    state.restore()
+    return out, measured
+
+
+# ============================================================================ scanprobe.fix(f)
+
+
+def call_from_function(backend, fn, captured_cls):
+    """A captured call (``captured_cls``: loading.Captured) that recompiles a compiled function.
+
+    Theano keeps the unoptimized graph of a compiled function in ``fn.maker``; PyTensor optimizes
+    the graph it was given in place and keeps only that: a copy of it is compiled (shared
+    variables' copies share their storage, so updates still reach the user's), and the note says
+    how to get the graph fixes.
+    """
+    maker = fn.maker
+    inputs = [i.variable for i in maker.inputs if not getattr(i, "implicit", False)]
+    updates = [(i.variable, i.update) for i in maker.inputs if i.update is not None]
+    outs = [o.variable for o in maker.outputs]
+    kwargs = {"mode": maker.mode, "on_unused_input": "ignore"}
+    notes = []
+    if backend.compiled_graph_is_optimized:
+        fg = maker.fgraph
+        fg2 = fg.clone()
+        inputs = [v for v, i in zip(fg2.inputs, maker.inputs) if not getattr(i, "implicit", False)]
+        updates = [(fg2.inputs[k], fg2.outputs[o]) for o, k in sorted(fg.update_mapping.items())]
+        outs = list(fg2.outputs[: len(outs)])  # (DeepCopyOp outputs: the original's copies)
+        kwargs["accept_inplace"] = True
+        notes.append(
+            f"{backend.name} keeps only the optimized graph of a compiled function, where your scans may no "
+            "longer be recognisable: for all graph fixes (SP002, SP003) pass function's arguments: "
+            "scanprobe.fix(inputs, outputs, mode=...)"
+        )
+    outputs_ = outs[0] if getattr(fn, "unpack_single", False) and len(outs) == 1 else outs
+    if getattr(fn, "return_none", False):
+        outputs_ = []
+    if updates:
+        kwargs["updates"] = updates
+    return captured_cls(0, "user", (inputs, outputs_), kwargs, None, names=["function"]), notes
+
+
+def fix_function(backend, session, call, built):
+    """(fixed function, plan, notes) for the API: ``call`` analysed in ``built`` (its optimized
+    graph), every fix that applies, compiled in the call's own mode (plus save-mem for SP001)."""
+    knowledge = {i: (v.container.value, None, "shared value") for i, v in enumerate(built.fgraph.inputs)
+                 if getattr(v, "container", None) is not None}
+    target = analyse(backend, built, call, knowledge, session).target
+    fix_plan = plan(backend, call, findings_of(target))
+    fixed_call = rewritten(backend, call, fix_plan.applied) if fix_plan.applied else call
+    kwargs = dict(fixed_call.kwargs)
+    mode = built.mode
+    notes = []
+    if fix_plan.save_mem:
+        mode = savemem.fixed_mode(backend, mode)
+        notes.append(f"{savemem.RULE}: added {backend.save_mem_tag} (and local_subtensor_of_alloc) to the mode")
+    kwargs["mode"] = mode
+    return backend.compile(*fixed_call.args, **kwargs), fix_plan, notes

@@ -1,0 +1,201 @@
+"""The library pipeline: load a user module, build its targets, walk them, run the rules.
+
+Every command goes through ``analyse_module`` (``inspect``, ``check``, ``graph``, the HTML report,
+and the profiling child, which also needs the live objects to run what was analysed):
+
+    spec ─ resolve backend ─ load (loading.CaptureSession) ─ build each target (Backend.build,
+    no linking) ─ walk (walk.walker.analyse: records) ─ verdicts (analysis.history) ─ rules
+    ─ results.Report
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scanprobe.analysis.history import classify
+from scanprobe.errors import NothingCompiled, ScanprobeError
+from scanprobe.results import Report
+from scanprobe.rules import RULES
+
+
+def split_target(spec: str) -> tuple[Path, str | None]:
+    """'model.py:train_fn' -> (model.py, 'train_fn'); 'model.py' -> (model.py, None)."""
+    if ":" in spec:
+        head, tail = spec.rsplit(":", 1)
+        if head and tail and not tail.startswith(("\\", "/")) and not os.path.exists(spec):
+            return Path(head), tail
+    return Path(spec), None
+
+
+@dataclass
+class LiveTarget:
+    """An analysed target with the live objects behind it (to run it in the same process)."""
+
+    session: Any
+    captured: Any
+    built: Any
+    walked: Any  # walk.walker.Walked
+
+    @property
+    def target(self):
+        return self.walked.target
+
+    @property
+    def backend(self):
+        return self.session.backend
+
+    def knowledge(self, specs) -> dict:
+        """What is known of this target's graph inputs (module inputs, --input, shared values)."""
+        return knowledge_of(self.session, specs)(self.captured, self.built)
+
+
+@dataclass
+class Analysis:
+    report: Report
+    live: list[LiveTarget] = field(default_factory=list)
+
+
+def knowledge_of(session, specs):
+    """A function (captured call, Built) -> what is known of the built graph's inputs."""
+    from scanprobe.inputs import knowledge_for
+
+    module_inputs = session.module_inputs()
+
+    def known(cap, built):
+        return knowledge_for(cap, built.fgraph.inputs, module_inputs, specs, set())
+
+    return known
+
+
+def _select(targets, wanted: str | None, path: Path):
+    if wanted is None:
+        return targets
+    for cap in targets:
+        if wanted in cap.names or wanted == cap.label:
+            return [cap]
+    if wanted.isdigit():
+        hits = [c for c in targets if c.site and c.site.line == int(wanted)]
+        if hits:
+            return hits
+    names = ", ".join(c.label for c in targets)
+    raise ScanprobeError(
+        f"no target {wanted!r} in {path.name}",
+        hint=f"targets in {path.name}: {names}" if names else "the module compiled no function",
+    )
+
+
+def analyse_module(
+    spec: str,
+    backend_name: str | None = None,
+    mode: str | None = None,
+    inputs: tuple[str, ...] = (),
+    include_library: bool = False,
+    progress=None,
+    settings=None,
+    pictures: bool = False,
+) -> Analysis:
+    """Analyse every target of a user module (``FILE[:TARGET]``)."""
+    from scanprobe.backends import resolve
+    from scanprobe.inputs import knowledge_for, parse_input_spec
+    from scanprobe.loading import CaptureSession
+    from scanprobe.walk.picture import picture
+    from scanprobe.walk.walker import analyse
+
+    path, wanted = split_target(spec)
+    if not path.exists():
+        raise ScanprobeError(
+            f"no such file: {path}", hint="give the path of a Python file: scanprobe inspect model.py[:TARGET]"
+        )
+    if path.suffix != ".py" and path.is_file():
+        raise ScanprobeError(f"{path.name} is not a Python file", hint="give a .py file: scanprobe inspect model.py")
+    specs = [parse_input_spec(s) for s in inputs]
+    backend, why = resolve(backend_name, path)
+    report = Report(file=str(path), backend=backend.name, backend_why=why)
+    step = progress.step if progress else (lambda text: None)
+    step(f"importing {backend.name}")
+    backend.load(report.notes)
+    report.backend_version = backend.version()
+    if mode is not None:
+        backend.resolve_mode(mode)  # fail fast on a bad --mode, before running user code
+    session = CaptureSession(path, backend, mode_override=mode)
+    step(f"running {path.name}")
+    session.run()
+    if not session.functions:
+        raise NothingCompiled(
+            f"{path.name} compiled no function",
+            hint=(
+                f"scanprobe analyses what the module compiles with {backend.name}.function when imported; "
+                "code under if __name__ == '__main__': does not run"
+            ),
+        )
+    targets = session.user_targets(include_library)
+    if not targets:
+        libs = ", ".join(sorted({c.site.short() for c in session.functions if c.site}))
+        raise ScanprobeError(
+            f"{path.name} compiled functions only inside libraries ({libs})",
+            hint="add --include-library to analyse them",
+        )
+    selected = _select(targets, wanted, path)
+    module_inputs = session.module_inputs()
+    used: set = set()
+    analysis = Analysis(report)
+    for cap in selected:
+        step(f"optimizing {cap.label}")
+        built = backend.built_from_function(cap.function) if cap.origin == "library" else session.build(cap)
+        knowledge = knowledge_for(cap, built.fgraph.inputs, module_inputs, specs, used)
+        step(f"analysing {cap.label}")
+        walked = analyse(backend, built, cap, knowledge, session)
+        target = walked.target
+        verdicts = classify(target)
+        analysis.live.append(LiveTarget(session, cap, built, walked))
+        report.targets.append(target)
+        report.verdicts[target.name] = verdicts
+        for rule in RULES:
+            if settings is not None and not settings.wants(rule.code):
+                continue
+            report.findings.extend(rule.check(target, verdicts, settings))
+        if pictures:
+            with backend.without_traces():
+                report.pictures[target.name] = picture(backend, built, walked, verdicts)
+    stray = [k for k in module_inputs if f"SCANPROBE_INPUTS:{k}" not in used]
+    if stray:
+        report.notes.append(
+            f"SCANPROBE_INPUTS names {', '.join(map(repr, stray))}, which no analysed target takes as an input"
+        )
+    unused = [s for s in specs if s.text not in used]
+    if unused:
+        labels = sorted({lab for cap in selected for lab in cap.explicit_labels()})
+        raise ScanprobeError(
+            f"no input named {unused[0].name!r} in the analysed targets",
+            hint=f"inputs: {', '.join(labels)}" if labels else "the targets take no explicit inputs",
+        )
+    report.findings.sort(key=lambda f: (-(f.bytes or 0), f.target, f.message))
+    return analysis
+
+
+def analyse_function(backend, fn, args=None, path="<function>"):
+    """(Target, verdicts) of a function compiled outside scanprobe (the pytest plugin's tests):
+    its optimized graph, sized from shared values and the arguments of a call, if any."""
+    import numpy as np
+
+    from scanprobe.loading import Captured, CaptureSession
+    from scanprobe.walk.walker import analyse
+
+    maker = fn.maker
+    explicit = [i.variable for i in maker.inputs if getattr(i, "shared", False) is False
+                and not hasattr(i.variable, "container")]
+    cap = Captured(0, "user", (explicit,), {}, None, names=[getattr(fn, "name", None) or "compiled function"])
+    knowledge = {}
+    for i, var in enumerate(maker.fgraph.inputs):
+        container = getattr(var, "container", None)
+        if i < len(explicit):
+            if args is not None and i < len(args):
+                value = np.asarray(args[i])
+                knowledge[i] = (value, tuple(value.shape), "first call")
+        elif container is not None:
+            knowledge[i] = (container.value if hasattr(container, "value") else container.data, None, "shared value")
+    target = analyse(backend, backend.built_from_function(fn), cap, knowledge, CaptureSession(path, backend)).target
+    return target, classify(target)

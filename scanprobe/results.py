@@ -1,0 +1,495 @@
+"""Typed results of every command, each with its versioned JSON contract.
+
+``Report`` (inspect, and one per file in check), ``ProfileResult``, ``FixResult`` and
+``CheckResult`` are plain dataclasses: commands return them, reporters read them, and
+``to_json()`` is the only place their machine-readable form is made (docs/json-schema.md,
+docs/schemas/*.json; tests/test_contracts.py validates every command's output against them).
+Summaries are computed here, once, and every reporter reads them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+from scanprobe.contracts import FIX_SCHEMA, PROFILE_SCHEMA, REPORT_SCHEMA, __version__
+from scanprobe.records import GraphPicture, Target, to_plain
+from scanprobe.rules import by_code, counted
+from scanprobe.rules.base import Finding
+
+
+def from_plain(cls, data):
+    """A dataclass (nested ones too) from its plain form, as written by ``to_plain``."""
+    if data is None or not dataclasses.is_dataclass(cls):
+        return data
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue
+        kwargs[f.name] = _coerce(hints.get(f.name), data[f.name])
+    return cls(**kwargs)
+
+
+def _coerce(hint, value):
+    if value is None or hint is None:
+        return value
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", typing.Union)):
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(inner[0], value) if len(inner) == 1 else value
+    if origin is list and args:
+        return [_coerce(args[0], v) for v in value]
+    if dataclasses.is_dataclass(hint) and isinstance(value, dict):
+        return from_plain(hint, value)
+    return value
+
+
+# ============================================================================ inspect
+
+
+@dataclass
+class Summary:
+    """What a report comes to: counted findings (errors and warnings), info notes, the bytes
+    held in removable history, and the exit code."""
+
+    targets: int
+    findings: int
+    notes: int
+    removable_bytes: int
+    removable_symbolic: int
+    exit_code: int
+
+    def to_json(self) -> dict:
+        return {k: getattr(self, k) for k in ("targets", "findings", "notes", "removable_bytes", "exit_code")}
+
+
+@dataclass
+class Report:
+    """One analysed module: its targets (records), buffer verdicts and findings."""
+
+    file: str
+    backend: str
+    backend_version: str = ""
+    backend_why: str = ""
+    notes: list[str] = field(default_factory=list)
+    targets: list[Target] = field(default_factory=list)
+    #: per target name: list of analysis.history.BufferVerdict
+    verdicts: dict = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    #: per target name: the optimized graph as records (only when a picture was asked for)
+    pictures: dict[str, GraphPicture] = field(default_factory=dict)
+    #: check --run: per target name, what a measured call used
+    measured: dict | None = None
+
+    def verdict_map(self, target_name: str) -> dict:
+        """(scan id, role, index) -> BufferVerdict for one target."""
+        return {(v.buffer.scan_id, v.buffer.role, v.buffer.index): v for v in self.verdicts.get(target_name, [])}
+
+    @property
+    def summary(self) -> Summary:
+        kept = counted(self.findings)
+        removable, symbolic = 0, 0
+        for f in self.findings:
+            rule = by_code(f.code)
+            if rule is not None and rule.holds_removable_history(f):
+                if f.bytes is None:
+                    symbolic += 1
+                else:
+                    removable += f.bytes
+        return Summary(
+            targets=len(self.targets),
+            findings=len(kept),
+            notes=len(self.findings) - len(kept),
+            removable_bytes=removable,
+            removable_symbolic=symbolic,
+            exit_code=1 if kept else 0,
+        )
+
+    @property
+    def exit_code(self) -> int:
+        return self.summary.exit_code
+
+    def to_json(self) -> dict:
+        targets = []
+        for t in self.targets:
+            td = to_plain(t)
+            verdicts = self.verdict_map(t.name)
+            for sd, scan in zip(td["scans"], t.scans):
+                for bd, buf in zip(sd["buffers"], scan.buffers):
+                    v = verdicts.get((buf.scan_id, buf.role, buf.index))
+                    bd["bytes"] = buf.bytes
+                    bd["shape"] = list(buf.shape) if buf.shape is not None else None
+                    bd["bytes_formula"] = buf.bytes_formula()
+                    bd["status"] = v.status if v else "unknown"
+                    bd["verdict"] = v.verdict if v else ""
+                    bd["why"] = list(v.why) if v else []
+            targets.append(td)
+        return {
+            "schema": REPORT_SCHEMA,
+            "scanprobe": __version__,
+            "file": self.file,
+            "backend": {"name": self.backend, "version": self.backend_version, "why": self.backend_why},
+            "notes": list(self.notes),
+            "targets": targets,
+            "findings": [to_plain(f) for f in self.findings],
+            "summary": self.summary.to_json(),
+        }
+
+
+def error_json(error) -> dict:
+    """The JSON envelope of an error (exit code 2), the same for every command."""
+    return {
+        "schema": REPORT_SCHEMA,
+        "scanprobe": __version__,
+        "error": {
+            "message": error.message,
+            "hint": error.hint,
+            "frames": [to_plain(f) for f in error.frames],
+            "exit_code": error.exit_code,
+        },
+    }
+
+
+# ============================================================================ running
+
+
+@dataclass
+class Measurement:
+    """One target's calls, measured in the child (after a warm-up call)."""
+
+    first_call_s: float = 0.0
+    rss_before_call: int = 0
+    rss_peak_above_precall: int = 0
+    rss_samples: int = 0
+    maxrss_growth: int = 0
+    tracemalloc_peak: int = 0
+    runs: int = 0
+    wall_median_s: float = 0.0
+    wall_min_s: float = 0.0
+
+
+@dataclass
+class RunError:
+    """Why a run did not complete: refused, memory, timeout, error, crash."""
+
+    message: str
+    hint: str = ""
+    kind: str = "error"
+    frames: list = field(default_factory=list)
+    traceback: str = ""
+    log_tail: str = ""
+
+    def to_json(self) -> dict:
+        out = {"message": self.message, "hint": self.hint, "kind": self.kind}
+        for key in ("frames", "traceback", "log_tail"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
+        return out
+
+
+# ============================================================================ profile
+
+#: A measured buffer further than this from its prediction is itself reported.
+GAP_TOLERANCE = 0.05
+
+
+@dataclass
+class BufferProfile:
+    scan: str
+    scan_id: int
+    role: str
+    index: int
+    belongs_to: str
+    predicted_bytes: int | None = None
+    predicted_shape: list | None = None
+    measured_bytes: int | None = None
+    measured_shape: list | None = None
+
+    @property
+    def gap(self) -> float | None:
+        p, m = self.predicted_bytes, self.measured_bytes
+        if p is None or m is None:
+            return None
+        return (m - p) / p if p else (0.0 if m == 0 else 1.0)
+
+
+@dataclass
+class NodeProfile:
+    op: str
+    seconds: float
+    output_bytes: int
+
+
+@dataclass
+class ScanTime:
+    scan: str
+    seconds: float
+    n_steps: int | None = None
+
+
+@dataclass
+class TwinProfile:
+    """Per-buffer and per-node figures of a profiled twin of the function."""
+
+    mode: str
+    buffers: list[BufferProfile] = field(default_factory=list)
+    nodes: list[NodeProfile] = field(default_factory=list)
+    scans: list[ScanTime] = field(default_factory=list)
+    target: dict = field(default_factory=dict)  # the twin's analysed Target (plain)
+
+
+@dataclass
+class TargetProfile:
+    name: str
+    predicted_peak: int = 0
+    predicted_parts: list[str] = field(default_factory=list)
+    available: int | None = None
+    memory_limit: int | None = None
+    refused: bool = False
+    link_seconds: float | None = None
+    measured: Measurement | None = None
+    device_memory: dict | None = None
+    profile: TwinProfile | None = None
+
+    @property
+    def gaps(self) -> list[str]:
+        out = []
+        for b in self.profile.buffers if self.profile else []:
+            if b.gap is not None and abs(b.gap) > GAP_TOLERANCE:
+                out.append(f"{b.belongs_to} of `{b.scan}`: predicted {b.predicted_bytes} B, measured {b.measured_bytes} B")
+        return out
+
+    def to_json(self) -> dict:
+        out = {
+            "name": self.name, "predicted_peak": self.predicted_peak, "predicted_parts": list(self.predicted_parts),
+            "available": self.available, "memory_limit": self.memory_limit, "refused": self.refused,
+            "gaps": self.gaps,
+        }
+        if self.link_seconds is not None:
+            out["link_seconds"] = self.link_seconds
+        if self.measured is not None:
+            out["measured"] = to_plain(self.measured)
+        if self.device_memory is not None:
+            out["device_memory"] = self.device_memory
+        if self.profile is not None:
+            p = to_plain(self.profile)
+            for bd, b in zip(p["buffers"], self.profile.buffers):
+                bd["gap"] = b.gap
+            out["profile"] = p
+        return out
+
+
+@dataclass
+class ProfileResult:
+    file: str
+    device: str = "cpu"
+    inspect: dict | None = None  # the child's inspect report (JSON form)
+    targets: list[TargetProfile] = field(default_factory=list)
+    exit: dict | None = None  # how the child ended: code, signal, killed_for, peak_rss, seconds
+    error: RunError | None = None
+
+    @property
+    def summary(self) -> dict:
+        findings = (self.inspect or {}).get("summary", {}).get("findings", 0)
+        gaps = sum(len(t.gaps) for t in self.targets)
+        return {
+            "findings": findings,
+            "notes": (self.inspect or {}).get("summary", {}).get("notes", 0),
+            "gaps": gaps,
+            "refused": [t.name for t in self.targets if t.refused],
+            "exit_code": 2 if self.error else (1 if findings or gaps else 0),
+        }
+
+    def to_json(self) -> dict:
+        return {
+            "schema": PROFILE_SCHEMA,
+            "scanprobe": __version__,
+            "file": self.file,
+            "device": self.device,
+            "inspect": self.inspect,
+            "targets": [t.to_json() for t in self.targets],
+            "exit": self.exit,
+            "error": self.error.to_json() if self.error else None,
+            "summary": self.summary,
+        }
+
+
+# ============================================================================ fix
+
+
+@dataclass
+class FixSide:
+    """One side of a fix (before or after): the predicted peak and what a measured call used."""
+
+    predicted_peak: int | None = None
+    measured: Measurement | None = None
+    #: after only: findings of the fixed rules still present in the fixed graph's analysis
+    remaining: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        out = {"predicted_peak": self.predicted_peak, "measured": to_plain(self.measured)}
+        if self.remaining or self.predicted_peak is not None:
+            out["remaining"] = dict(self.remaining)
+        return out
+
+
+@dataclass
+class RewriteNote:
+    """A graph rewrite that was found for a scan: applied (``form``) or why not (``reason``)."""
+
+    rule: str
+    scan: str
+    form: str = ""
+    detail: list[str] = field(default_factory=list)
+    reason: str = ""
+    snippet: str = ""
+
+
+@dataclass
+class TargetFix:
+    """Every fix applied to one target, and how it was proven."""
+
+    name: str
+    rules: list[str] = field(default_factory=list)
+    mode: str = ""
+    tag: str = ""  # the save-mem tag, when SP001 is among the rules
+    suggestion: str = ""  # the mode to write (SP001)
+    fixed_mode: str = ""  # --device cuda: the linker the fixed function ran on
+    rewrites: list[RewriteNote] = field(default_factory=list)
+    before: FixSide = field(default_factory=FixSide)
+    after: FixSide = field(default_factory=FixSide)
+    outputs_equal: bool | None = None  # None: not compared (the run did not finish)
+    max_abs_diff: float | None = None
+    tolerance: dict | None = None
+    site: dict | None = None
+
+    @property
+    def status(self) -> str:
+        """verified: equal outputs and every fixed finding gone from the fixed graph;
+        failed: the outputs changed, or a finding the fix was for is still there;
+        not compared: the run ended before both sides ran."""
+        if self.outputs_equal is None:
+            return "not compared"
+        if not self.outputs_equal:
+            return "failed"
+        if any(self.after.remaining.get(r) for r in self.rules):
+            return "failed"
+        return "verified"
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name, "rule": self.rules[0] if self.rules else "", "rules": list(self.rules),
+            "mode": self.mode, "tag": self.tag, "suggestion": self.suggestion, "fixed_mode": self.fixed_mode,
+            "rewrites": [to_plain(r) for r in self.rewrites],
+            "before": self.before.to_json(),
+            "after": dict(self.after.to_json(), remaining_sp001=self.after.remaining.get(_save_mem_rule(), 0)),
+            "outputs_equal": self.outputs_equal, "max_abs_diff": self.max_abs_diff, "tolerance": self.tolerance,
+            "site": self.site, "status": self.status,
+        }
+
+
+def _save_mem_rule() -> str:
+    """The rule whose remaining count the fix contract has always carried as ``remaining_sp001``."""
+    from scanprobe.rules import rule
+    from scanprobe.rules.sp001_full_history_buffer import FullHistoryBuffer
+
+    return rule(FullHistoryBuffer).code
+
+
+@dataclass
+class NotApplied:
+    name: str
+    rewrites: list[RewriteNote] = field(default_factory=list)
+
+
+@dataclass
+class FixResult:
+    file: str
+    backend: str
+    device: str = "cpu"
+    inspect: dict | None = None
+    fixes: list[TargetFix] = field(default_factory=list)
+    not_applied: list[NotApplied] = field(default_factory=list)
+    error: RunError | None = None
+
+    @property
+    def summary(self) -> dict:
+        fixed = [f.name for f in self.fixes if f.status == "verified"]
+        failed = [f.name for f in self.fixes if f.status != "verified"]
+        done = {(f.name, r) for f in self.fixes if f.status == "verified" for r in f.rules}
+        unfixed = sorted({
+            f"{x['target']}: {x['code']}"
+            for x in (self.inspect or {}).get("findings", [])
+            if x.get("severity", "error") in ("error", "warning") and (x["target"], x["code"]) not in done
+        })
+        return {
+            "fixed": fixed, "failed": failed, "unfixed": unfixed,
+            "exit_code": 2 if self.error else (1 if failed or unfixed else 0),
+        }
+
+    def to_json(self) -> dict:
+        return {
+            "schema": FIX_SCHEMA,
+            "scanprobe": __version__,
+            "file": self.file,
+            "backend": self.backend,
+            "device": self.device,
+            "inspect": self.inspect,
+            "fixes": [f.to_json() for f in self.fixes],
+            "not_applied": [to_plain(n) for n in self.not_applied],
+            "error": self.error.to_json() if self.error else None,
+            "summary": self.summary,
+        }
+
+
+# ============================================================================ check
+
+
+@dataclass
+class FileError:
+    file: str
+    message: str
+    hint: str | None = None
+
+
+@dataclass
+class CheckResult:
+    reports: list[Report] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    settings: Any = None
+
+    def rows(self):
+        """(report, finding) for every counted finding, in report order."""
+        for rep in self.reports:
+            for f in counted(rep.findings):
+                yield rep, f
+
+    @property
+    def summary(self) -> dict:
+        n = sum(1 for _ in self.rows())
+        exit_zero = bool(getattr(self.settings, "exit_zero", False))
+        return {
+            "findings": n,
+            "files": len({r.file for r in self.reports} | {e.file for e in self.errors}),
+            "errors": len(self.errors),
+            "exit_code": 2 if self.errors else (0 if exit_zero or not n else 1),
+        }
+
+    def to_json(self) -> dict:
+        s = self.settings
+        return {
+            "schema": REPORT_SCHEMA,
+            "scanprobe": __version__,
+            "reports": [dict(r.to_json(), measured=r.measured) for r in self.reports],
+            "errors": [to_plain(e) for e in self.errors],
+            "skipped": list(self.skipped),
+            "settings": {"max_buffer": s.max_buffer, "max_peak": s.max_peak, "select": s.select,
+                         "ignore": s.ignore, "source": s.source} if s is not None else {},
+            "summary": self.summary,
+        }

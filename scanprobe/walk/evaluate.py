@@ -1,0 +1,208 @@
+"""Evaluating the scalars that size buffers, without running the function (a ``Level`` mixin).
+
+A scalar is evaluated (Python linker, no optimizer, one function per graph level) only when its
+graph has no Scan, no array of two or more dimensions, and reads inputs of unknown value only
+through Shape/Shape_i; such inputs are fed a zero-strided stand-in of the right shape (nothing
+is allocated). Probes evaluate the same graphs under made-up input sizes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scanprobe.backends.graphs import ancestors
+from scanprobe.walk.util import _SHAPE_ARITHMETIC, _ancestor_nodes, _as_int, _is_constant
+
+
+class Evaluation:
+    """Requests, values and probes of one graph level (mixed into ``level.Level``)."""
+
+    def request(self, var):
+        """Ask for a scalar's value; ``evaluate_pending`` computes all requests at once."""
+        if var is None or _is_constant(self.api, var):
+            return
+        if var not in self._values and var not in self._pending:
+            self._pending.append(var)
+
+    def value(self, var):
+        if var is None:
+            return None
+        if _is_constant(self.api, var):
+            return _as_int(var.data)
+        return self._values.get(var)
+
+    def evaluate_pending(self):
+        """Evaluate every requested scalar that can be, in one Python-linker function."""
+        todo, self._pending = self._pending, []
+        for var in todo:
+            self._values.setdefault(var, None)
+        self._values.update({k: v for k, v in self._evaluate(todo, self.known).items() if v is not None})
+
+    #: Sizes given to inputs of unknown shape when probing (primes, so no accidental equality).
+    PROBES = (1009, 1511)
+
+    def probe(self, vars_):
+        """Values of ``vars_`` under two made-up sizes for every input of unknown shape.
+
+        Used only to recognise a leading dimension of n_steps + k when the real sizes are not
+        given: if lead - n_steps is the same k under both probes while n_steps changes, the
+        buffer holds one row per step whatever the inputs. No figure from a probe is reported.
+        """
+        results = []
+        for size in self.PROBES:
+            known = dict(self.known)
+            for var in list(self.known) + list(self.fg.inputs):
+                value, shape, source = known.get(var, (None, None, "unknown"))
+                if value is None and shape is None:
+                    ndim = getattr(var.type, "ndim", None)
+                    if ndim == 0:
+                        known[var] = (np.asarray(size, dtype=var.type.dtype), (), "probe")
+                    elif ndim:
+                        known[var] = (None, (size,) * ndim, "probe")
+            results.append(self._evaluate(list(vars_), known))
+        return results
+
+    def _evaluate(self, todo, known):
+        ok, feeds, originals = [], {}, []
+        for var in todo:
+            if _is_constant(self.api, var):
+                continue
+            resolved = self._resolve_shapes(var)
+            inputs = self._evaluable(resolved, known)
+            if inputs is None:
+                continue
+            ok.append(resolved)
+            originals.append(var)
+            feeds.update(inputs)
+        out = {v: self.value(v) if _is_constant(self.api, v) else None for v in todo}
+        if not ok:
+            return out
+        api = self.api
+        free = [v for v in feeds if not isinstance(v, api.SharedVariable)]
+        try:
+            fn = self.b.compile(
+                free,
+                ok,
+                mode=api.Mode(linker="py", optimizer=None),
+                accept_inplace=True,
+                on_unused_input="ignore",
+            )
+            results = fn(*[feeds[v] for v in free])
+        except Exception:  # an op without a Python implementation, or a failed check
+            return out
+        for var, res in zip(originals, results):
+            out[var] = _as_int(res)
+        return out
+
+    def _infer_shape(self, var, depth=0):
+        """Symbolic shape of ``var``: the fgraph's ShapeFeature, else the op's infer_shape.
+
+        Shape graphs built by infer_shape contain variables that are not in the fgraph (e.g.
+        ``Shape(x[0:])``); their shapes come from their ops' infer_shape, recursively.
+        """
+        known = self.shape_of(var)
+        if known is not None:
+            return tuple(known)
+        node = var.owner
+        if node is None or depth > 8 or not hasattr(node.op, "infer_shape"):
+            return None
+        shapes = []
+        for inp in node.inputs:
+            if getattr(inp.type, "ndim", None) is None:
+                shapes.append(None)
+                continue
+            shp = self._infer_shape(inp, depth + 1)
+            if shp is None:
+                if inp.owner is not None:
+                    return None
+                shp = tuple(self.api.T.shape(inp)[i] for i in range(inp.type.ndim))
+            shapes.append(shp)
+        try:
+            out = self.b.infer_shape(node, shapes)
+        except Exception:  # an op whose infer_shape needs more than we give it
+            return None
+        return tuple(out[node.outputs.index(var)])
+
+    def _resolve_shapes(self, var, rounds=6):
+        """Replace Shape/Shape_i of computed variables by their inferred shapes.
+
+        ``Shape_i{0}(scan_output)`` would run the scan; the backend's shape inference knows it
+        is the scan's n_steps (or whatever its infer_shape says) without running anything.
+        """
+        api = self.api
+        for _ in range(rounds):
+            replace = {}
+            for node in _ancestor_nodes([var]):
+                if not isinstance(node.op, (api.Shape, api.Shape_i)):
+                    continue
+                src = node.inputs[0]
+                if src.owner is None:
+                    continue
+                shp = self._infer_shape(src)
+                if shp is None:
+                    continue
+                if isinstance(node.op, api.Shape_i):
+                    new = shp[node.op.i]
+                elif getattr(src.type, "ndim", 0) > 0:
+                    new = api.T.stack([api.T.cast(d, "int64") for d in shp])
+                else:
+                    continue
+                if new is not node.outputs[0] and not any(v is node.outputs[0] for v in ancestors([new])):
+                    replace[node.outputs[0]] = api.T.cast(new, node.outputs[0].type.dtype)
+            if not replace:
+                return var
+            var = api.clone_replace(var, replace=replace)
+        return var
+
+    def _evaluable(self, var, known):
+        """The inputs to feed to compute ``var``, or None when computing it is not safe.
+
+        Safe means: no Scan and no array of two or more dimensions is computed, and every
+        input whose value is unknown is only read through Shape/Shape_i (so a zero-strided
+        stand-in of the right shape gives the exact answer without allocating).
+        """
+        api = self.api
+        feeds = {}
+        seen = set()
+        stack = [var]
+        while stack:
+            v = stack.pop()
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            if _is_constant(api, v):
+                continue
+            node = v.owner
+            if node is None:
+                if isinstance(v, api.SharedVariable):
+                    feeds[v] = None
+                    continue
+                value, shape, _ = known.get(v, (None, None, ""))
+                if value is not None:
+                    feeds[v] = value
+                    continue
+                if shape is None:
+                    return None
+                feeds[v] = ("shape-only", shape)
+                continue
+            if isinstance(node.op, api.Scan) or type(node.op).__name__ not in _SHAPE_ARITHMETIC:
+                return None  # never run the model's own ops (or anything costly) to size it
+            for out in node.outputs:
+                if getattr(out.type, "ndim", 0) >= 2:
+                    return None
+            is_shape = isinstance(node.op, (api.Shape, api.Shape_i))
+            for inp in node.inputs:
+                if not is_shape or inp.owner is not None:
+                    stack.append(inp)
+                    if inp.owner is None and not _is_constant(api, inp):
+                        val = known.get(inp, (None, None, ""))[0]
+                        if not isinstance(inp, api.SharedVariable) and val is None:
+                            return None  # data of an input we only know the shape of
+                elif inp.owner is None and not _is_constant(api, inp):
+                    stack.append(inp)
+        for v, fed in list(feeds.items()):
+            if isinstance(fed, tuple) and fed and fed[0] == "shape-only":
+                dtype = v.type.dtype
+                feeds[v] = np.broadcast_to(np.zeros((), dtype=dtype), tuple(fed[1]))
+        return feeds
+

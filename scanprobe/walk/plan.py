@@ -1,0 +1,303 @@
+"""One Scan node turned into records: its buffers, their sizes, what they belong to.
+
+Requests every scalar a scan's records need (n_steps, buffer dims, reader indices, SP003 step
+lengths) so that a level evaluates them together, then builds the ``records.Scan``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scanprobe import records as R
+from scanprobe.backends.graphs import ancestors
+from scanprobe.walk.naming import Naming
+from scanprobe.walk.reads import reader_index_vars, reads
+from scanprobe.walk.steps import StepFacts
+from scanprobe.walk.level import Level
+from scanprobe.walk.util import (
+    _creator, _is_constant, _known_from_outer, _shape_source, _short_input, _strip_to_root, _type_str,
+)
+
+_ROLES = ("mit_mot", "mit_sot", "sit_sot", "nit_sot", "shared")
+
+
+class ScanPlan(Naming):
+    """Collects what one Scan node needs evaluated, then turns it into records."""
+
+    def __init__(self, level, node):
+        self.level = level
+        self.w = level.w
+        self.b = level.b
+        self.api = level.api
+        self.node = node
+        self.op = node.op
+        self.info = self.b.scan_info(self.op)
+        self.args = self.b.scan_roles(node)
+        self.id = self.w.new_id()
+        self.n_steps = node.inputs[0]
+        self.buffers = []  # (role, index, outer_in, outer_out, dims_vars)
+        self.index_vars = []
+
+    def request(self):
+        lv = self.level
+        lv.request(self.n_steps)
+        a = self.args
+        for role in _ROLES:
+            ins = getattr(a, f"outer_in_{role}")
+            outs = getattr(a, f"outer_out_{role}")
+            if role == "shared":  # untraced states (PyTensor) / shared updates (Theano)
+                role = "untraced"
+            for i, outer_in in enumerate(ins):
+                outer_out = outs[i] if i < len(outs) else None
+                if getattr(outer_in.type, "dtype", None) is None and role != "nit_sot":
+                    continue  # a random generator or other non-tensor state: no buffer
+                if role == "nit_sot":
+                    rest = lv.shape(outer_out)[1:] if outer_out is not None else ()
+                    dims = (outer_in,) + tuple(rest)
+                else:
+                    dims = lv.shape(outer_in)
+                    _, creator = _creator(self.api, outer_in)
+                    for x in creator.inputs if creator is not None else ():
+                        if getattr(x.type, "ndim", None) == 0:
+                            lv.request(x)
+                for d in dims:
+                    lv.request(d)
+                self.buffers.append((role, i, outer_in, outer_out, dims))
+        # outer sequences and non-sequences: shapes and values known here help nested scans
+        for v in list(a.outer_in_seqs) + list(a.outer_in_non_seqs):
+            if getattr(v.type, "ndim", None) is not None:
+                for d in lv.shape(v):
+                    lv.request(d)
+                if v.type.ndim == 0:
+                    lv.request(v)
+        # indices used by readers of each output
+        for role, i, outer_in, outer_out, dims in self.buffers:
+            if outer_out is not None:
+                for var in reader_index_vars(self, outer_out):
+                    lv.request(var)
+        self.step = StepFacts(self)
+        for item in self.step.writes:
+            if item["dim"] is not None:
+                lv.request(item["dim"])
+
+    def finish(self, plans):
+        lv = self.level
+        w = self.w
+        info = self.info
+        n_val = lv.value(self.n_steps)
+        site = self._scan_site()
+        call = w.session.scan_call_at(site)
+        rec = R.Scan(
+            id=self.id,
+            name=info.name or "scan_fn",
+            op=str(self.op),
+            n_steps=R.Dim(n_val if isinstance(n_val, int) else None, lv.formula(self.n_steps)),
+            as_while=info.as_while,
+            is_gradient=any(p.startswith("grad_of_") for p in (info.name or "").split("&")),
+            truncate_gradient=info.truncate_gradient,
+            parent=lv.parent,
+            site=site,
+            step_function=getattr(call, "step_name", "") if call else "",
+        )
+        rec.inputs = self._outer_inputs(call)
+        self.step.fill(rec, n_val)
+        nsteps_keys = [(p, lv.split_offset(p.n_steps)) for p in plans]
+        for role, i, outer_in, outer_out, dims in self.buffers:
+            rec.buffers.append(self._buffer(rec, role, i, outer_in, outer_out, dims, nsteps_keys, call))
+        self.record = rec
+        w._scans.append(rec)
+        if lv.parent is None:
+            for role, i, outer_in, outer_out, dims in self.buffers:
+                var = outer_out if role == "nit_sot" else outer_in
+                w.buffer_vars[(rec.id, role, i)] = w.original_of.get(var, var)
+
+    # ---------------------------------------------------------------- details
+    def _scan_site(self):
+        for out in self.node.outputs:
+            site = self.w.session.user_site_from_trace(out)
+            if site is not None:
+                return site
+        # merged scans lose their trace: fall back to the user's scan call with that name
+        parts = [p for p in (self.info.name or "scan_fn").split("&") if not p.startswith("grad_of_")]
+        calls = self.w.session.scan_calls
+        for part in parts or [(self.info.name or "scan_fn").split("&")[0][len("grad_of_"):]]:
+            hits = [c for c in calls if (c.name or "scan_fn") == part]
+            if hits and len({(h.site.file, h.site.line) for h in hits}) == 1:
+                return hits[0].site
+        return None
+
+    def _outer_inputs(self, call):
+        a, lv = self.args, self.level
+        out = [R.OuterInput("n_steps", 0, lv.formula(self.n_steps), "int")]
+        names = {
+            "sequence": a.outer_in_seqs,
+            "mit_mot": a.outer_in_mit_mot,
+            "mit_sot": a.outer_in_mit_sot,
+            "sit_sot": a.outer_in_sit_sot,
+            "untraced": a.outer_in_shared,
+            "nit_sot": a.outer_in_nit_sot,
+            "non_sequence": a.outer_in_non_seqs,
+        }
+        for role, vars_ in names.items():
+            for i, v in enumerate(vars_):
+                label = self._user_label(v, role, i, call)
+                out.append(R.OuterInput(role, i, label, _type_str(v)))
+        return out
+
+    def _user_label(self, v, role, i, call) -> str:
+        lv = self.level
+        if role == "non_sequence" and call is not None:
+            name = call.non_sequence_name(self.w.session, v, i, len(self.args.outer_in_non_seqs))
+            if name:
+                return name
+        if role in ("mit_mot", "mit_sot", "sit_sot"):
+            return "(buffer, below)"
+        root = _strip_to_root(self.api, v, through_subtensor=role == "sequence")
+        if root is not None and root.owner is None and not _is_constant(self.api, root):
+            return self.w.label_of(root, lv)
+        if getattr(v, "name", None):
+            return v.name
+        return lv.formula(v) if getattr(v.type, "ndim", 1) == 0 else f"<{_type_str(v)}>"
+
+    def _buffer(self, rec, role, i, outer_in, outer_out, dims, nsteps_keys, call):
+        lv = self.level
+        info = self.info
+        dtype = str(outer_in.type.dtype) if role != "nit_sot" else str(outer_out.type.dtype)
+        itemsize = np.dtype(dtype).itemsize
+        n_key = lv.split_offset(self.n_steps)
+        names = {}
+        if n_key[1] == 0:
+            names[n_key[0]] = "n_steps"
+        rdims = []
+        for j, d in enumerate(dims):
+            val = lv.value(d)
+            formula = lv.formula(d, names)
+            if j == 0 and val is None:
+                base, k = lv.split_offset(d)
+                if base == n_key[0]:
+                    off = k - n_key[1]
+                    formula = "n_steps" if off == 0 else f"(n_steps{off:+d})"
+            rdims.append(R.Dim(val if isinstance(val, int) else None, formula))
+        if role == "untraced":  # the state itself, no time axis: nothing to shrink
+            _, creator = _creator(self.api, outer_in)
+            belongs = f"untraced state #{i} (no history kept)"
+            var = _shape_source(self.api, creator, leading=False)
+            if rec.is_gradient and var is not None:
+                display, _ = self._name_of_forward_input(var)
+                belongs = f"gradient accumulator of non_sequence {display}, untraced (no history kept)"
+            return R.Buffer(
+                scan_id=rec.id, role=role, index=i, dtype=dtype, itemsize=itemsize, dims=rdims,
+                needed_rows=0, belongs_to=belongs,
+                created_by=type(outer_in.owner.op).__name__ if outer_in.owner else "graph input",
+            )
+        taps = list(info.taps.get(role, [[]] * (i + 1))[i]) if role != "nit_sot" else [0]
+        span = max([-t for t in taps if t < 0] + [0]) if role != "mit_mot" else max(
+            [abs(t) for t in taps] + [1]
+        )
+        buf = R.Buffer(
+            scan_id=rec.id,
+            role=role,
+            index=i,
+            dtype=dtype,
+            itemsize=itemsize,
+            dims=rdims,
+            taps=[int(t) for t in taps],
+            needed_rows=max(span, 1) + (0 if role == "nit_sot" else 1),
+        )
+        # leading dimension relative to a scan's n_steps
+        lead = dims[0] if dims else None
+        if lead is not None:
+            lead_val = lv.value(lead)
+            base, k = lv.split_offset(lead)
+            candidates = [(p, key) for p, key in nsteps_keys if p is self] + [
+                (p, key) for p, key in nsteps_keys if p is not self
+            ]
+            own = lv.value(self.n_steps)
+            matches = []
+            for p, (nbase, nk) in candidates:
+                pval = lv.value(p.n_steps)
+                if isinstance(lead_val, int) and isinstance(pval, int):
+                    # Own length: any buffer with at least one row per step keeps the history.
+                    # Another scan's length (a gradient scan under truncate_gradient sized by
+                    # the forward scan): close to it, and longer than this scan runs.
+                    off = lead_val - pval
+                    if (p is self and off >= 0) or (
+                        p is not self and 0 <= off <= buf.needed_rows and isinstance(own, int) and lead_val > own
+                    ):
+                        matches.append((off, p))
+                elif nbase == base and nbase != ("c", 0):
+                    matches.append((k - nk, p))
+            if not matches and lead_val is None:
+                matches = self._probe_matches(lead, buf)
+            if matches:
+                off, p = min(matches, key=lambda m: (m[0] < 0, abs(m[0]), m[1] is not self))
+                buf.leading_offset = off
+                buf.length_of = p.info.name or "scan_fn"
+                if lead_val is None and p is self:  # say it simply: it equals n_steps + k
+                    rdims[0].formula = "n_steps" if off == 0 else f"(n_steps{off:+d})"
+        # provenance
+        created, creator = _creator(self.api, outer_in) if role != "nit_sot" else (None, None)
+        if role == "nit_sot":
+            buf.created_by = f"allocated inside the Scan's perform (length {rdims[0].value if rdims[0].value is not None else rdims[0].formula})"
+        elif creator is not None:
+            buf.created_by = f"{type(creator.op).__name__}({', '.join(_short_input(lv, x) for x in creator.inputs)})"
+        else:
+            buf.created_by = type(outer_in.owner.op).__name__ if outer_in.owner else "graph input"
+        site = None
+        for var in ([created] if created is not None else []) + [outer_in, outer_out]:
+            if var is not None:
+                site = self.w.session.user_site_from_trace(var)
+                if site:
+                    break
+        buf.created_site = site or rec.site
+        buf.belongs_to, buf.variable = self._belongs_to(rec, role, i, creator, call)
+        if outer_out is not None:
+            buf.reads = reads(self, outer_out, buf)
+        return buf
+
+    def _probe_matches(self, lead, buf):
+        """(k, scan) pairs for which lead == n_steps + k under two made-up input sizes."""
+        lv = self.level
+        own = [self.n_steps]
+        (a, b) = lv.probe([lead] + own)
+        la, lb, na, nb = a.get(lead), b.get(lead), a.get(self.n_steps), b.get(self.n_steps)
+        if not all(isinstance(x, int) for x in (la, lb, na, nb)) or na == nb:
+            return []
+        if la - na == lb - nb and la - na >= 0:
+            return [(la - na, self)]
+        return []
+
+    def walk_inner(self):
+        """Analyse scans nested in this scan's inner graph, with what the outer level knows."""
+        inner_in, inner_out = self.info.inner_inputs, self.info.inner_outputs
+        if not any(n.owner is not None and self.b.is_scan(n.owner) for n in ancestors(inner_out)):
+            return
+        fg, shape_of = self.b.shape_graph(inner_in, inner_out)
+        known = {}
+        lv = self.level
+        a = self.args
+        # Map inner inputs to what we know of the outer ones, by position: inner inputs are
+        # sequences first (one per outer sequence slice) and non_sequences last, in the same
+        # order as the outer ones. (Theano's scan_args clones the inner graph, so identity
+        # cannot be used.)
+        n_ns = len(a.outer_in_non_seqs)
+        seq_pairs = list(zip(a.outer_in_seqs, inner_in[: len(a.outer_in_seqs)]))
+        ns_pairs = list(zip(a.outer_in_non_seqs, inner_in[len(inner_in) - n_ns :] if n_ns else []))
+        for outer, inner in ns_pairs:
+            known[inner] = _known_from_outer(lv, outer, drop_first=False)
+        for outer, inner in seq_pairs:
+            known[inner] = _known_from_outer(lv, outer, drop_first=True)
+        labels = {}
+        for outer, inner in ns_pairs:
+            labels[inner] = self._user_label(outer, "non_sequence", 0, None)
+        for outer, inner in seq_pairs:
+            labels[inner] = f"{self._user_label(outer, 'sequence', 0, None)}[t]"
+        fg_known, fg_labels = {}, {}
+        for orig, new in zip(inner_in, fg.inputs):
+            fg_known[new] = known.get(orig, (None, None, "unknown"))
+            if orig in labels:
+                fg_labels[new] = labels[orig]
+        sub = Level(self.w, fg, shape_of, fg_known, parent=self.id, labels=fg_labels)
+        sub.walk()
+
+

@@ -1,0 +1,133 @@
+"""How the history a scan output holds is read downstream (``records.Read``)."""
+
+from __future__ import annotations
+
+from scanprobe import records as R
+from scanprobe.walk.util import _PASS_THROUGH, _op_name
+
+def reader_index_vars(plan, outer_out):
+    """Scalar index variables used by Subtensors that read a scan output (to evaluate them)."""
+    out = []
+    lv = plan.level
+    stack = [outer_out]
+    seen = set()
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        for node, _ in lv.clients.get(v, []):
+            if node == "output":
+                continue
+            if isinstance(node.op, plan.api.Subtensor) and node.inputs[0] is v:
+                for ent in plan.b.subtensor_indices(node)[:1]:
+                    parts = [ent.start, ent.stop, ent.step] if isinstance(ent, slice) else [ent]
+                    out.extend(p for p in parts if p is not None and not isinstance(p, int))
+                stack.append(node.outputs[0])
+            elif type(node.op).__name__ == "DimShuffle" or type(node.op).__name__ in _PASS_THROUGH:
+                stack.append(node.outputs[0])
+    return out
+
+
+def reads(plan, outer_out, buf) -> list[R.Read]:
+    """How the history held by a scan output is read downstream (see ``records.Read``)."""
+    lv = plan.level
+    api = plan.api
+    lead = buf.dims[0].value if buf.dims else None
+    rows0 = range(lead) if isinstance(lead, int) else None
+    reads: list[R.Read] = []
+    # (variable, time axis, rows of the original buffer it holds or None, via_dimshuffle)
+    # The scan output itself holds the whole buffer in Theano; in PyTensor too. Steps are
+    # counted from the end, so an index k < 0 on any view that keeps the end reads row lead+k.
+    # end: the view still ends at the buffer's last row (so a negative index counts from it)
+    stack = [(outer_out, 0, rows0, False, 0, True)]
+    seen = set()
+    while stack:
+        v, axis, rows, via_ds, depth, end = stack.pop()
+        if id(v) in seen or depth > 12:
+            continue
+        seen.add(id(v))
+        for node, pos in lv.clients.get(v, []):
+            if node == "output":
+                reads.append(R.Read("output", "function output", via_dimshuffle=via_ds, detail=_rows_str(rows)))
+                continue
+            op = node.op
+            site = plan.w.session.user_site_from_trace(node.outputs[0])
+            opname = type(op).__name__
+            if isinstance(op, (api.Shape, api.Shape_i)):
+                continue
+            if isinstance(op, api.Subtensor) and pos == 0:
+                idx = plan.b.subtensor_indices(node)
+                ent = idx[axis] if axis < len(idx) else slice(None)
+                # axes before the time axis that are integer-indexed drop out
+                dropped = sum(1 for e in idx[:axis] if not isinstance(e, slice))
+                if isinstance(ent, slice):
+                    s = slice(*(lv.value(p) if p is not None and not isinstance(p, int) else p for p in (ent.start, ent.stop, ent.step)))
+                    resolvable = all(x is None or isinstance(x, int) for x in (s.start, s.stop, s.step))
+                    new_rows = rows[s] if rows is not None and resolvable else None
+                    if (
+                        new_rows is not None
+                        and len(new_rows) > 0
+                        and min(new_rows) >= len(rows0) - buf.needed_rows
+                    ):
+                        reads.append(R.Read("recent", opname, f"rows {_rows_str(new_rows)}", via_ds, site))
+                        continue
+                    if rows is None and end and isinstance(s.start, int) and s.start < 0 and s.stop is None and s.step in (None, 1) and -s.start <= buf.needed_rows:
+                        reads.append(R.Read("recent", opname, f"last {-s.start} rows", via_ds, site))
+                        continue
+                    keeps_end = end and s.stop is None and s.step in (None, 1)
+                    stack.append((node.outputs[0], axis - dropped, new_rows, via_ds, depth + 1, keeps_end))
+                    continue
+                i = lv.value(ent) if not isinstance(ent, int) else ent
+                if isinstance(i, int):
+                    if rows is not None:
+                        try:
+                            row = rows[i]
+                        except IndexError:
+                            reads.append(R.Read("opaque", opname, f"index {i} out of range", via_ds, site))
+                            continue
+                        kind = "recent" if row >= len(rows0) - buf.needed_rows else "rows"
+                        reads.append(R.Read(kind, opname, f"row {row} of {len(rows0)}", via_ds, site))
+                    elif i < 0 and end and -i <= buf.needed_rows:
+                        reads.append(R.Read("recent", opname, f"index {i}", via_ds, site))
+                    else:
+                        reads.append(R.Read("opaque", opname, f"index {i}", via_ds, site))
+                else:
+                    reads.append(R.Read("opaque", opname, "index computed at run time", via_ds, site))
+                continue
+            if opname == "DimShuffle" and pos == 0:
+                order = list(op.new_order)
+                if axis in order:
+                    stack.append((node.outputs[0], order.index(axis), rows, True, depth + 1, end))
+                else:
+                    reads.append(R.Read("recent", opname, "time axis dropped", True, site))
+                continue
+            if opname in _PASS_THROUGH:
+                stack.append((node.outputs[0], axis, rows, via_ds, depth + 1, end))
+                continue
+            if plan.b.is_scan(node):
+                kind, sname = _role_in_scan(plan, node, pos)
+                reads.append(R.Read(kind, opname, _rows_str(rows), via_ds, site, scan=sname))
+                continue
+            reads.append(R.Read("computation", f"{type(op).__name__}{'{' + _op_name(op) + '}' if hasattr(op, 'scalar_op') else ''}", _rows_str(rows), via_ds, site))
+    return reads
+
+
+def _rows_str(rows) -> str:
+    if rows is None:
+        return ""
+    if len(rows) == 0:
+        return "no rows"
+    if len(rows) == 1:
+        return f"row {rows[0]}"
+    return f"{len(rows)} rows ({rows[0]}..{rows[-1]})"
+
+
+def _role_in_scan(plan, node, pos):
+    roles = plan.b.scan_roles(node)
+    name = plan.b.scan_info(node.op).name or "scan_fn"
+    v = node.inputs[pos]
+    if any(x is v for x in roles.outer_in_seqs):
+        return "scan_sequence", name
+    return "scan_input", name
+

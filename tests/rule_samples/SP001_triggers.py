@@ -1,0 +1,1 @@
+../../sample_graphs/seed000_pixel_loop.py

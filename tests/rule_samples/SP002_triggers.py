@@ -1,0 +1,1 @@
+../fixtures/map_scan.py

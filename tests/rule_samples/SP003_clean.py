@@ -1,0 +1,1 @@
+../../sample_graphs/seed002_clean.py

@@ -1,0 +1,1 @@
+../../sample_graphs/seed001_function_in_scan.py

@@ -1,0 +1,1 @@
+../fixtures/ofg_in_scan.py

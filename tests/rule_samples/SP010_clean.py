@@ -1,0 +1,1 @@
+../../sample_graphs/mlp_no_scan.py

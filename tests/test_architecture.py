@@ -1,0 +1,120 @@
+"""The architecture, checked on the source: layers, the adapter boundary, module sizes, rule codes.
+
+Layers, lowest first; a module may import from its own layer and the ones below, never above
+(imports inside functions count too). docs/design.md draws the same picture.
+"""
+
+import ast
+import re
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "scanprobe"
+
+LAYERS = [
+    ("contracts", "errors", "records", "analysis.sizes", "analysis"),
+    ("backends",),
+    ("walk", "analysis.history"),
+    ("rules",),
+    ("results", "settings", "inputs"),
+    ("loading",),
+    ("fixes",),
+    ("pipeline",),
+    ("runners",),
+    ("report",),
+    ("commands",),
+    ("api", "pytest_plugin"),
+    ("cli", "__main__", ""),
+]
+#: The graph libraries; only their adapters import them.
+LIBRARIES = ("theano", "pytensor", "aesara", "pymc", "pymc3")
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).with_suffix("")
+        parts = [p for p in rel.parts if p != "__init__"]
+        yield ".".join(parts), path
+
+
+def _layer(module: str) -> int:
+    best, rank = -1, None
+    for i, names in enumerate(LAYERS):
+        for name in names:
+            if module == name or module.startswith(name + ".") or name == "":
+                length = len(name) if name else 0
+                if length > best:
+                    best, rank = length, i
+    return rank
+
+
+def _imports(path):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield a.name, node.lineno
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module, node.lineno
+            for a in node.names:  # from scanprobe import records -> scanprobe.records
+                yield f"{node.module}.{a.name}", node.lineno
+
+
+def test_no_import_goes_up_a_layer():
+    problems = []
+    for module, path in _modules():
+        own = _layer(module)
+        for name, line in _imports(path):
+            if not name.startswith("scanprobe."):
+                continue
+            target = name[len("scanprobe."):]
+            if not (PACKAGE / (target.replace(".", "/") + ".py")).exists() and not (PACKAGE / target.replace(".", "/")).is_dir():
+                continue  # ``from scanprobe.x import name``: the name is not a module
+            if _layer(target) > own:
+                problems.append(f"{path.relative_to(PACKAGE)}:{line}: {module} (layer {own}) imports {target} "
+                                f"(layer {_layer(target)})")
+    assert not problems, "\n".join(problems)
+
+
+def test_only_adapters_import_a_backend():
+    adapters = {PACKAGE / "backends" / f for f in ("theano.py", "pytensor.py", "aesara.py")}
+    problems = []
+    for _, path in _modules():
+        if path in adapters:
+            continue
+        for name, line in _imports(path):
+            if name.split(".")[0] in LIBRARIES:
+                problems.append(f"{path.relative_to(PACKAGE)}:{line}: imports {name}")
+    assert not problems, "\n".join(problems)
+
+
+def test_no_module_over_600_lines():
+    long = {str(p.relative_to(PACKAGE)): n for _, p in _modules() if (n := len(p.read_text().splitlines())) > 600}
+    assert not long, long
+
+
+def test_rule_codes_live_in_rules():
+    """No rule code as a string constant outside rules/ (docstrings and prose may name them)."""
+    code = re.compile(r"^SP\d{3}$")
+    problems = []
+    for module, path in _modules():
+        if module.startswith("rules"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and code.match(node.value):
+                problems.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {node.value!r}")
+    assert not problems, "\n".join(problems)
+
+
+def test_backend_names_live_in_the_registry():
+    """Backend names appear as string constants only in the registry and the adapters."""
+    from scanprobe.backends import NAMES
+
+    allowed = {PACKAGE / "backends" / "__init__.py"} | {PACKAGE / "backends" / f"{n}.py" for n in NAMES}
+    problems = []
+    for _, path in _modules():
+        if path in allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in NAMES:
+                problems.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {node.value!r}")
+    assert not problems, "\n".join(problems)
