@@ -1,7 +1,7 @@
 """The samples run on Theano or PyTensor, whichever this environment has.
 
 A user's module imports one backend; the samples import it through here so that the same file
-serves both test environments. Set SAMPLE_BACKEND=theano|pytensor to choose when both exist.
+serves both test environments. Set SAMPLE_BACKEND=theano|pytensor|aesara to choose when several exist.
 """
 
 import os
@@ -31,10 +31,19 @@ def _pytensor():
     return pytensor, pytensor.tensor
 
 
+def _aesara():
+    import aesara
+    import aesara.tensor
+
+    return aesara, aesara.tensor
+
+
 if _choice == "pytensor":
     th, T = _pytensor()
 elif _choice == "theano":
     th, T = _theano()
+elif _choice == "aesara":
+    th, T = _aesara()
 else:
     try:
         th, T = _theano()

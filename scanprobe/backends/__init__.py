@@ -27,6 +27,7 @@ class Entry:
 REGISTRY: tuple[Entry, ...] = (
     Entry("theano", "theano:TheanoBackend", ("theano", "pymc3")),
     Entry("pytensor", "pytensor:PyTensorBackend", ("pytensor", "pymc")),
+    Entry("aesara", "aesara:AesaraBackend", ("aesara", "pymc4")),
 )
 
 NAMES = tuple(e.name for e in REGISTRY)
