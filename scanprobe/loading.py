@@ -265,6 +265,28 @@ class CaptureSession:
             )
         return result
 
+    def capture_grad(self, original, args, kwargs):
+        """A user's ``grad(...)``: the Scan nodes it creates (the backward passes of their scans)
+        get the user's line in their trace when the backend's own trace does not reach it (deep
+        gradient recursion outruns the backend's traceback limit). Rewrites copy traces, so the
+        optimized graph's gradient scans keep that line."""
+        caller = self._caller(3)
+        result = original(*args, **kwargs)
+        if self.is_user_file(caller.f_code.co_filename):
+            site = self._frame_site(caller)
+            entry = [(site.file, site.line, site.function, site.code)]
+            from scanprobe.backends.graphs import ancestors
+
+            outs = [v for v in _flatten(result) if self.backend.is_variable(v)]
+            for var in ancestors(outs):
+                node = var.owner
+                if node is None or not self.backend.is_scan(node) or var is not node.outputs[0]:
+                    continue
+                if not any(self.user_site_from_trace(o) for o in node.outputs):
+                    for o in node.outputs:
+                        o.tag.trace = [list(entry)]
+        return result
+
     # ---------------------------------------------------------------- compile
     def build(self, cap: Captured):
         """Optimize a captured graph once, in the analysed mode (no linking)."""
@@ -452,6 +474,15 @@ class CaptureSession:
                 hint="set SCANPROBE_INPUTS = {'x': np.zeros((B, D))} (or a function returning such a dict)",
             )
         return spec
+
+
+def _flatten(value) -> list:
+    """Variables in a (nested) list, tuple or dict, as returned by ``grad``."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in _flatten(v)]
+    return [value]
 
 
 def _bindings(namespace: dict) -> list[tuple[str, Any]]:

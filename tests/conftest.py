@@ -33,6 +33,50 @@ def _installed_backend() -> str:
 
 BACKEND = _installed_backend()
 
+
+def _backend_version() -> str:
+    """major.minor of the installed backend (golden files may differ per version)."""
+    import importlib.metadata
+
+    try:
+        return ".".join(importlib.metadata.version(BACKEND).split(".")[:2]) if BACKEND else ""
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+BACKEND_VERSION = _backend_version()
+GOLDEN = ROOT / "tests" / "golden"
+
+
+def normalize(text: str) -> str:
+    """Output with what legitimately differs between versions of one backend replaced: the
+    version string, node and op counts (rewrites of one version fuse more ops than another's)."""
+    import re
+
+    text = re.sub(rf"({BACKEND} )\d+\.\d+\.\d+\S*", r"\1<version>", text)
+    text = re.sub(r"· \d+ nodes", "· <n> nodes", text)
+    text = re.sub(r"\d+ ops run once per step", "<n> ops run once per step", text)
+    text = re.sub(r"\((\d+|\?) ops inside\)", "(<n> ops inside)", text)
+    return text
+
+
+def check_golden(relpath: str, text: str) -> None:
+    """Compare normalized output with tests/golden/<backend>[-<major.minor>]/<relpath>.
+
+    The per-version folder wins where it has the file (output that legitimately differs there).
+    SCANPROBE_REGEN_GOLDEN=1 rewrites the backend's file; =version rewrites the per-version one.
+    """
+    text = normalize(text)
+    versioned = GOLDEN / f"{BACKEND}-{BACKEND_VERSION}" / relpath
+    path = versioned if versioned.exists() else GOLDEN / BACKEND / relpath
+    regen = os.environ.get("SCANPROBE_REGEN_GOLDEN")
+    if regen:
+        path = versioned if regen == "version" else GOLDEN / BACKEND / relpath
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"missing golden file {path}: regenerate with SCANPROBE_REGEN_GOLDEN=1"
+    assert text == path.read_text(), f"output differs from {path.relative_to(ROOT)}"
+
 pytest_plugins = ["pytester"]
 
 

@@ -9,10 +9,8 @@ SCANPROBE_REGEN_GOLDEN=1). The clean sample must produce no finding of that rule
 its rule file, its two samples and its regenerated golden: no test code.
 """
 
-import os
-
 import pytest
-from conftest import BACKEND, ROOT, scanprobe
+from conftest import ROOT, check_golden, scanprobe
 
 from scanprobe.rules import RULES
 
@@ -42,13 +40,7 @@ def _found(sample, code) -> list[str]:
 def test_rule_triggers_on_its_sample_and_not_on_the_clean_one(backend, code):
     found = _found(f"{code}_triggers.py", code)
     assert found, f"{code} did not trigger on {code}_triggers.py"
-    text = "".join(line + "\n" for line in found)
-    path = ROOT / "tests" / "golden" / BACKEND / "rules" / f"{code}.txt"
-    if os.environ.get("SCANPROBE_REGEN_GOLDEN"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"missing golden file {path}: regenerate with SCANPROBE_REGEN_GOLDEN=1"
-    assert text == path.read_text()
+    check_golden(f"rules/{code}.txt", "".join(line + "\n" for line in found))
     assert _found(f"{code}_clean.py", code) == [], f"{code} triggered on {code}_clean.py"
 
 

@@ -170,6 +170,11 @@ class Backend(ABC):
         """The backend's own ``function(inputs, outputs, ...)``, unhooked."""
 
     @abstractmethod
+    def scalar_eval_modes(self) -> list:
+        """Modes, in order of preference, in which scanprobe evaluates the scalars that size
+        buffers (no graph rewrites: the graph is computed as it stands)."""
+
+    @abstractmethod
     def without_traces(self):
         """A context in which new graph nodes record no user stack trace (see family.py)."""
 
@@ -196,8 +201,10 @@ class Backend(ABC):
         """Taps per role, name, while-ness, truncate_gradient and inner graph of a Scan op."""
 
     @abstractmethod
-    def scan_roles(self, node):
-        """An object with ``outer_in_*`` / ``outer_out_*`` / ``inner_*`` lists (ScanArgs)."""
+    def scan_roles(self, node, thawed=False):
+        """An object with ``outer_in_*`` / ``outer_out_*`` / ``inner_*`` lists (ScanArgs);
+        ``thawed``: its inner graph is a copy that can be cloned and rewritten (PyTensor >= 3.1.1
+        freezes inner graphs), with the names and traces of the original."""
 
     @abstractmethod
     def subtensor_indices(self, node) -> list:
@@ -217,7 +224,7 @@ class Backend(ABC):
 
     @abstractmethod
     def inner_graph(self, node):
-        """(inputs, outputs) of a Scan's inner graph that may be cloned and rewritten."""
+        """(inputs, outputs) of a Scan's inner graph that may be cloned (thawed where frozen)."""
 
     @abstractmethod
     def is_user_opaque(self, op) -> bool:

@@ -145,10 +145,25 @@ class FamilyBackend(Backend):
         """(object, attribute) pairs through which users reach ``scan``."""
         return [(self.api.module, "scan")]
 
+    def _grad_homes(self):
+        """(object, attribute) pairs through which users reach ``grad``."""
+        lib = self.api.module
+        return [(lib, "grad"), (getattr(lib, "tensor", None), "grad"), (getattr(lib, "gradient", None), "grad")]
+
     def install_hooks(self, session) -> None:
         api = self.api
         original_function = api.function
         original_scan = api.scan
+        original_grad = api.grad
+
+        def grad(*args, **kwargs):
+            return session.capture_grad(original_grad, args, kwargs)
+
+        grad.__doc__ = original_grad.__doc__
+        grad.__wrapped__ = original_grad
+        for obj, attr in self._grad_homes():
+            if obj is not None and getattr(obj, attr, None) is original_grad:
+                self._swap(obj, attr, grad)
 
         def function(*args, **kwargs):
             return session.capture_function(original_function, args, kwargs)
@@ -220,8 +235,20 @@ class FamilyBackend(Backend):
                 raise _StopBeforeLink(maker, a, kw)
             return original_create(maker, *a, **kw)
 
+        fg_cls = self.api.FunctionGraph
+        original_replace = fg_cls.__dict__["replace"]
+
+        def replace(fgraph, var, new_var, *a, **kw):
+            # the user's line follows a variable through every rewrite (not every rewrite copies
+            # traces: PyTensor 3.3's scan rewrites leave new Scan nodes without one)
+            trace = getattr(var.tag, "trace", None)
+            if trace and not getattr(new_var.tag, "trace", None):
+                new_var.tag.trace = trace
+            return original_replace(fgraph, var, new_var, *a, **kw)
+
         _BUILD.stop = True
         maker_cls.create = create
+        fg_cls.replace = replace
         try:
             with self.without_traces():
                 self.api.function(*args, mode=mode, **kwargs)
@@ -231,6 +258,7 @@ class FamilyBackend(Backend):
         finally:
             _BUILD.stop = False
             maker_cls.create = original_create
+            fg_cls.replace = original_replace
         raise RuntimeError("the backend linked the function before scanprobe could stop it")
 
     def built_from_function(self, fn) -> Built:
@@ -244,6 +272,14 @@ class FamilyBackend(Backend):
 
     def compile(self, inputs, outputs, **kwargs):
         return self.api.function(inputs, outputs, **kwargs)
+
+    def scalar_eval_modes(self):
+        """Modes that evaluate shape arithmetic without rewriting it: a Python linker (nothing to
+        compile), then a compiled one for graphs the Python implementations refuse."""
+        if not hasattr(self, "_eval_modes"):
+            Mode = self.api.Mode
+            self._eval_modes = [Mode(linker="py", optimizer=None), Mode(linker="cvm", optimizer=None)]
+        return self._eval_modes
 
     def without_traces(self):
         """A context in which new graph nodes record no user stack trace.
@@ -344,7 +380,7 @@ class FamilyBackend(Backend):
         return op.inner_outputs
 
     def inner_graph(self, node):
-        return self._inner_inputs(node.op), self._inner_outputs(node.op)
+        return list(self._inner_inputs(node.op)), list(self._inner_outputs(node.op))
 
     def infer_shape(self, node, shapes):
         return node.op.infer_shape(None, node, shapes)

@@ -120,8 +120,35 @@ class PyTensorBackend(FamilyBackend):
     def _as_while(self, op):
         return op.info.as_while
 
-    def scan_roles(self, node):
+    def scan_roles(self, node, thawed=False):
+        if thawed and self._frozen(node.op):
+            # PyTensor >= 3.1.1 keeps a Scan's inner graph frozen (its nodes cannot be cloned
+            # with new inputs): a thawed copy, with the names and traces of the frozen graph
+            args = self._ScanArgs.from_node(node, clone=True)
+            self._carry_tags(node.op, args)
+            return args
         return self._ScanArgs.from_node(node)
+
+    @staticmethod
+    def _frozen(op) -> bool:
+        return hasattr(getattr(op, "fgraph", None), "unfreeze")
+
+    def inner_graph(self, node):
+        if self._frozen(node.op):
+            args = self.scan_roles(node, thawed=True)
+            return list(args.inner_inputs), list(args.inner_outputs)
+        return list(node.op.inner_inputs), list(node.op.inner_outputs)
+
+    @staticmethod
+    def _carry_tags(op, args):
+        """Names and traces from the frozen inner graph onto the thawed copy (same positions)."""
+        for old, new in zip(list(op.inner_inputs) + list(op.inner_outputs),
+                            list(args.inner_inputs) + list(args.inner_outputs)):
+            if getattr(old, "name", None) and not getattr(new, "name", None):
+                new.name = old.name
+            trace = getattr(old.tag, "trace", None)
+            if trace and not getattr(new.tag, "trace", None):
+                new.tag.trace = trace
 
     def subtensor_indices(self, node):
         return list(self._indices_from_subtensor(node.inputs[1:], node.op.idx_list))

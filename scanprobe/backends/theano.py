@@ -142,7 +142,8 @@ class TheanoBackend(FamilyBackend):
     def _inner_outputs(self, op):
         return op.outputs
 
-    def scan_roles(self, node):
+    def scan_roles(self, node, thawed=False):
+        # scan_args clones the inner graph already: a copy that can be rewritten
         op = node.op
         return self._scan_args(node.inputs, node.outputs, op.inputs, op.outputs, op.info)
 

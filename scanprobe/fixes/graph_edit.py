@@ -131,7 +131,7 @@ class _Step:
 
     def __init__(self, backend, node):
         api = backend.api
-        a = backend.scan_roles(node)
+        a = backend.scan_roles(node, thawed=True)
         for role in ("mit_mot", "mit_sot", "sit_sot", "shared"):
             if list(getattr(a, f"outer_in_{role}", []) or []):
                 raise NotApplicable(f"the scan carries state from step to step ({role.replace('_', '-')})")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from scanprobe.backends.graphs import ancestors
-from scanprobe.walk.util import _SHAPE_ARITHMETIC, _ancestor_nodes, _as_int, _is_constant
+from scanprobe.walk.util import _ancestor_nodes, _as_int, _is_constant, is_shape_arithmetic
 
 
 class Evaluation:
@@ -63,7 +63,14 @@ class Evaluation:
         return results
 
     def _evaluate(self, todo, known):
-        ok, feeds, originals = [], {}, []
+        """Values of the scalars ``todo`` that can be computed safely (see ``_evaluable``).
+
+        All in one function with a Python linker first; if that fails, each on its own, with the
+        Python linker and then with a compiled (C) one: one failure never blanks the others.
+        (The Python linker fails on some graphs: numpy 2 refuses a Python int out of an int8
+        constant's range; Aesara's Elemwise over 32 inputs has no Python ufunc.)
+        """
+        ok, feeds, originals, own_feeds = [], {}, [], []
         for var in todo:
             if _is_constant(self.api, var):
                 continue
@@ -73,26 +80,32 @@ class Evaluation:
                 continue
             ok.append(resolved)
             originals.append(var)
+            own_feeds.append(inputs)
             feeds.update(inputs)
         out = {v: self.value(v) if _is_constant(self.api, v) else None for v in todo}
         if not ok:
             return out
-        api = self.api
-        free = [v for v in feeds if not isinstance(v, api.SharedVariable)]
-        try:
-            fn = self.b.compile(
-                free,
-                ok,
-                mode=api.Mode(linker="py", optimizer=None),
-                accept_inplace=True,
-                on_unused_input="ignore",
-            )
-            results = fn(*[feeds[v] for v in free])
-        except Exception:  # an op without a Python implementation, or a failed check
+        results = self._run(ok, feeds, self.b.scalar_eval_modes()[0])
+        if results is not None:
+            for var, res in zip(originals, results):
+                out[var] = _as_int(res)
             return out
-        for var, res in zip(originals, results):
-            out[var] = _as_int(res)
+        for var, resolved, inputs in zip(originals, ok, own_feeds):
+            for mode in self.b.scalar_eval_modes():
+                results = self._run([resolved], inputs, mode)
+                if results is not None:
+                    out[var] = _as_int(results[0])
+                    break
         return out
+
+    def _run(self, outputs, feeds, mode):
+        """``outputs`` computed from ``feeds`` in ``mode``, or None when that fails."""
+        free = [v for v in feeds if not isinstance(v, self.api.SharedVariable)]
+        try:
+            fn = self.b.compile(free, outputs, mode=mode, accept_inplace=True, on_unused_input="ignore")
+            return fn(*[feeds[v] for v in free])
+        except Exception:  # noqa: BLE001 - an op without this linker's implementation, a failed check
+            return None
 
     def _infer_shape(self, var, depth=0):
         """Symbolic shape of ``var``: the fgraph's ShapeFeature, else the op's infer_shape.
@@ -185,7 +198,7 @@ class Evaluation:
                     return None
                 feeds[v] = ("shape-only", shape)
                 continue
-            if isinstance(node.op, api.Scan) or type(node.op).__name__ not in _SHAPE_ARITHMETIC:
+            if self.b.is_scan(node) or not is_shape_arithmetic(node.op):
                 return None  # never run the model's own ops (or anything costly) to size it
             for out in node.outputs:
                 if getattr(out.type, "ndim", 0) >= 2:

@@ -269,9 +269,9 @@ class ScanPlan(Naming):
 
     def walk_inner(self):
         """Analyse scans nested in this scan's inner graph, with what the outer level knows."""
-        inner_in, inner_out = self.info.inner_inputs, self.info.inner_outputs
-        if not any(n.owner is not None and self.b.is_scan(n.owner) for n in ancestors(inner_out)):
+        if not any(n.owner is not None and self.b.is_scan(n.owner) for n in ancestors(self.info.inner_outputs)):
             return
+        inner_in, inner_out = self.b.inner_graph(self.node)
         fg, shape_of = self.b.shape_graph(inner_in, inner_out)
         known = {}
         lv = self.level

@@ -31,6 +31,13 @@ _SHAPE_ARITHMETIC = frozenset(
 )
 
 
+def is_shape_arithmetic(op) -> bool:
+    """An op that may be run to size a buffer: one of ``_SHAPE_ARITHMETIC``, or a scalar-level op
+    (``EQ``, ``Add`` on scalars: PyTensor 3.3 keeps them in shape graphs, e.g. an Assert on n_steps)."""
+    name = type(op).__name__
+    return name in _SHAPE_ARITHMETIC or any(c.__name__ == "ScalarOp" for c in type(op).__mro__)
+
+
 def _ancestor_nodes(outputs):
     seen, stack, nodes = set(), list(outputs), []
     while stack:
