@@ -419,9 +419,12 @@ class CaptureSession:
         module = types.ModuleType(modname)
         module.__file__ = str(path)
         self.module = module
+        before = set(sys.modules)
         sys.modules[modname] = module
         sys.path.insert(0, str(path.parent))
         self.backend.install_hooks(self)
+        real_exit = os._exit
+        os._exit = _exit_raises  # the user's os._exit ends the module, not scanprobe
         try:
             exec(code, module.__dict__)
         except KeyboardInterrupt:
@@ -431,11 +434,18 @@ class CaptureSession:
         except BaseException as exc:  # noqa: BLE001 - any failure of user code is reported
             raise _user_error(self, exc, f"running {path.name} raised") from None
         finally:
+            os._exit = real_exit
             self.backend.remove_hooks()
             try:
                 sys.path.remove(str(path.parent))
             except ValueError:
                 pass
+            # the user's module and the modules it imported from its own folder are not kept:
+            # a second analysis in this process (tests, the pytest plugin) runs them afresh
+            for name in set(sys.modules) - before:
+                mod = sys.modules.get(name)
+                if name == modname or (mod is not None and self.is_user_file(getattr(mod, "__file__", "") or "")):
+                    sys.modules.pop(name, None)
         self._index_names()
         bound = _bindings(module.__dict__)
         for cap in self.functions:
@@ -499,6 +509,18 @@ def _bindings(namespace: dict) -> list[tuple[str, Any]]:
     return out
 
 
+class UserExit(BaseException):
+    """The user's module called ``os._exit`` while scanprobe ran it."""
+
+    def __init__(self, code):
+        super().__init__(code)
+        self.code = code
+
+
+def _exit_raises(code=0):
+    raise UserExit(code)
+
+
 def _user_error(session: CaptureSession, exc: BaseException, what: str) -> UserCodeError:
     frames = []
     for fs in traceback.extract_tb(exc.__traceback__):
@@ -506,9 +528,11 @@ def _user_error(session: CaptureSession, exc: BaseException, what: str) -> UserC
             frames.append(Site(fs.filename, fs.lineno or 0, (fs.line or "").strip(), fs.name))
     msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     where = f" at {frames[-1].short()}" if frames else ""
-    if isinstance(exc, SystemExit):
-        text = f"{what} SystemExit({exc.code}){where}"
-        hint = "scanprobe runs your module as an import; move sys.exit() under if __name__ == '__main__':"
+    if isinstance(exc, (SystemExit, UserExit)):
+        call = "SystemExit" if isinstance(exc, SystemExit) else "os._exit"
+        text = f"{what} {call}({exc.code}){where}"
+        hint = ("scanprobe runs your module as an import: nothing was analysed; move the exit under "
+                "if __name__ == '__main__':")
     else:
         text = f"{what} {type(exc).__name__}{where}: {msg}"
         hint = f"fix the error in your code{where}, then run scanprobe again"

@@ -7,19 +7,20 @@ export THEANO_FLAGS="${THEANO_FLAGS:-base_compiledir=$ROOT/.cache/theano}"
 export NUMBA_CACHE_DIR="${NUMBA_CACHE_DIR:-$ROOT/.cache/numba}"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
-# name            python  backend   what pip installs besides the project's [test] extra
+# name            python  backend   project extras (test is added)  other requirements
 LEGS_TABLE="
-theano            3.11    theano    .[theano]
-pytensor-2.38     3.11    pytensor  .[pytensor,jax] pytensor==2.38.* pymc==5.28.*
-pytensor-3.0      3.11    pytensor  .[pytensor,jax] pytensor==3.0.*
-pytensor-3.3      3.12    pytensor  .[pytensor,jax] pytensor>=3.3,<3.4 pymc>=6
-pytensor-3.3-py313 3.13   pytensor  .[pytensor,jax] pytensor>=3.3,<3.4
-aesara            3.11    aesara    .[aesara]
+theano            3.11    theano    theano          -
+pytensor-2.38     3.11    pytensor  pytensor,jax    pytensor==2.38.* pymc==5.28.*
+pytensor-3.0      3.11    pytensor  pytensor,jax    pytensor==3.0.*
+pytensor-3.3      3.12    pytensor  pytensor,jax    pytensor>=3.3,<3.4 pymc>=6
+pytensor-3.3-py313 3.13   pytensor  pytensor,jax    pytensor>=3.3,<3.4
+aesara            3.11    aesara    aesara          -
 "
 ALL_LEGS="$(echo "$LEGS_TABLE" | awk 'NF {print $1}' | tr '\n' ' ')"
 
-leg_field() {  # leg, field number (2 python, 3 backend, 4.. requirements)
-  echo "$LEGS_TABLE" | awk -v leg="$1" -v f="$2" '$1 == leg { if (f == 4) { for (i = 4; i <= NF; i++) printf "%s ", $i } else print $f }'
+leg_field() {  # leg, field number (2 python, 3 backend, 4 extras, 5 other requirements)
+  echo "$LEGS_TABLE" | awk -v leg="$1" -v f="$2" '$1 == leg {
+    if (f == 5) { for (i = 5; i <= NF; i++) if ($i != "-") printf "%s ", $i } else print $f }'
 }
 
 find_python() {  # version -> an interpreter of that version, or nothing
@@ -47,7 +48,8 @@ SKIPPED_LEGS=""
 
 ensure_leg() {  # leg -> creates $ROOT/.venv-<leg> once; returns 1 (and says why) when it cannot
   local leg="$1" dir="$ROOT/.venv-$1" py backend reqs stamp
-  py="$(leg_field "$leg" 2)"; backend="$(leg_field "$leg" 3)"; reqs="$(leg_field "$leg" 4)"
+  py="$(leg_field "$leg" 2)"; backend="$(leg_field "$leg" 3)"
+  reqs="-e .[test,$(leg_field "$leg" 4)] $(leg_field "$leg" 5)"
   [ -n "$backend" ] || { echo "unknown leg $leg (legs: $ALL_LEGS)" >&2; return 1; }
   stamp="$dir/.scanprobe-ready"
   if [ -x "$dir/bin/python" ] && [ -f "$stamp" ] && [ ! "$ROOT/pyproject.toml" -nt "$stamp" ] \
@@ -64,7 +66,7 @@ ensure_leg() {  # leg -> creates $ROOT/.venv-<leg> once; returns 1 (and says why
   rm -rf "$dir"
   "$python" -m venv "$dir"
   # shellcheck disable=SC2086
-  (cd "$ROOT" && "$dir/bin/python" -m pip install -q -e ".[test]" $reqs 2>&1 | grep -v "^WARNING: Location" >&2) || true
+  (cd "$ROOT" && "$dir/bin/python" -m pip install -q $reqs 2>&1 | grep -v "^WARNING: Location" >&2) || true
   if ! "$dir/bin/python" -c "import importlib.util as u, scanprobe; assert u.find_spec('$backend')" 2>/dev/null; then
     echo "skipping leg $leg: could not install $backend with Python $py (pip install $reqs failed)" >&2
     SKIPPED_LEGS="$SKIPPED_LEGS $leg(install failed)"

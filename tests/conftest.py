@@ -32,6 +32,9 @@ def _installed_backend() -> str:
 
 
 BACKEND = _installed_backend()
+os.environ.setdefault("SAMPLE_BACKEND", BACKEND)  # samples run in this process pick the same backend
+os.environ.setdefault("THEANO_FLAGS", f"base_compiledir={ROOT / '.cache' / 'theano'}")
+os.environ.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".cache" / "numba"))
 
 
 def _backend_version() -> str:
@@ -91,10 +94,10 @@ def child_env(**extra) -> dict:
 
 
 class Result:
-    def __init__(self, proc):
-        self.rc = proc.returncode
-        self.out = proc.stdout
-        self.err = proc.stderr
+    def __init__(self, rc, out, err):
+        self.rc = rc
+        self.out = out
+        self.err = err
 
     def json(self):
         return json.loads(self.out)
@@ -103,17 +106,36 @@ class Result:
         return f"<rc={self.rc}\nstdout:\n{self.out}\nstderr:\n{self.err}>"
 
 
-def scanprobe(*args, env=None, cwd=None, timeout=600) -> Result:
-    """Run the real CLI in a child process."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "scanprobe", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=child_env(**(env or {})),
-        cwd=cwd or ROOT,
-        timeout=timeout,
-    )
-    return Result(proc)
+#: Environment variables read only when a backend is imported: a test that sets one needs a
+#: fresh process.
+_IMPORT_TIME_ENV = ("THEANO_FLAGS", "PYTENSOR_FLAGS", "AESARA_FLAGS", "NUMBA_CACHE_DIR", "JAX_PLATFORMS")
+
+
+def scanprobe(*args, env=None, cwd=None, timeout=600, isolated=False) -> Result:
+    """Run the real command line: in this process (click's runner: the same parsing, reporters
+    and exit codes, the backend imported once for the whole run), or in a child process where
+    isolation is what a test is about (``isolated=True``, or an environment variable a backend
+    reads at import)."""
+    env = {k: str(v) for k, v in (env or {}).items()}
+    if isolated or any(k in env for k in _IMPORT_TIME_ENV) or os.environ.get("SCANPROBE_TEST_SUBPROCESS"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "scanprobe", *map(str, args)],
+            capture_output=True, text=True, env=child_env(**env), cwd=cwd or ROOT, timeout=timeout,
+        )
+        return Result(proc.returncode, proc.stdout, proc.stderr)
+    from click.testing import CliRunner
+
+    from scanprobe.cli import main
+
+    old = os.getcwd()
+    os.chdir(cwd or ROOT)
+    try:
+        res = CliRunner().invoke(main, [str(a) for a in args], env=env)
+    finally:
+        os.chdir(old)
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        raise res.exception
+    return Result(res.exit_code, res.stdout, res.stderr)
 
 
 @pytest.fixture

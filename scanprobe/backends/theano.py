@@ -41,9 +41,15 @@ class TheanoBackend(FamilyBackend):
     clone_code = "theano.clone"
     no_gpu_reason = "Theano's GPU backend needs pygpu/libgpuarray, which PyPI does not provide"
 
+    #: What scanprobe set before Theano's first import in this process (said again on every load).
+    _added: list | None = None
+
     def load(self, notes):
         if self.api is not None:
             return self.api.module
+        if TheanoBackend._added is not None:  # imported earlier in this process, by scanprobe
+            self._note(notes, TheanoBackend._added)
+            return self._build_api()
         flags = os.environ.get("THEANO_FLAGS", "")
         added = []
         # Theano 1.0.5 reads numpy.distutils' BLAS info at import, which current numpy lacks;
@@ -62,7 +68,7 @@ class TheanoBackend(FamilyBackend):
 
         logging.getLogger("theano.tensor.blas").setLevel(logging.ERROR)
         try:
-            import theano
+            import theano  # noqa: F401
         except Exception as exc:
             from scanprobe.errors import BackendUnavailable
 
@@ -70,6 +76,22 @@ class TheanoBackend(FamilyBackend):
                 f"theano failed to import: {type(exc).__name__}: {exc}".splitlines()[0],
                 hint=self.install_hint,
             ) from None
+        finally:  # Theano read its flags at import: the user's environment is left as it was
+            if flags:
+                os.environ["THEANO_FLAGS"] = flags
+            else:
+                os.environ.pop("THEANO_FLAGS", None)
+        TheanoBackend._added = added
+        self._note(notes, added)
+        return self._build_api()
+
+    @staticmethod
+    def _note(notes, added):
+        if added:
+            notes.append("theano: added " + "; ".join(added) + " (your own THEANO_FLAGS are kept)")
+
+    def _build_api(self):
+        import theano
         import theano.tensor as T
         from theano.compile import builders, function_module, mode as mode_mod, ops as cops
         from theano.compile.sharedvalue import SharedVariable
@@ -78,8 +100,6 @@ class TheanoBackend(FamilyBackend):
         from theano.scan_module import scan_op, scan_utils
         from theano.tensor import basic as tb, elemwise, opt, subtensor
 
-        if added:
-            notes.append("theano: added " + "; ".join(added) + " (your own THEANO_FLAGS are kept)")
         self._scan_args = scan_utils.scan_args
         self._get_idx_list = subtensor.get_idx_list
         self._ShapeFeature = opt.ShapeFeature
