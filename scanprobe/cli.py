@@ -126,7 +126,9 @@ def main():
 @_color
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--html", "html_path", metavar="PATH", help="Also write a self-contained HTML report (graph included).")
-def inspect_cmd(spec, backend, mode, inputs, fmt, include_library, color, exit_zero, html_path):
+@click.option("--full-formulas", is_flag=True,
+              help="Keep every symbolic size whole (long ones are otherwise shown as <size from ...>).")
+def inspect_cmd(spec, backend, mode, inputs, fmt, include_library, color, exit_zero, html_path, full_formulas):
     """Report every scan buffer of the functions FILE compiles, predicted without running them.
 
     FILE runs as an import (code under `if __name__ == "__main__":` does not); each function it
@@ -136,7 +138,8 @@ def inspect_cmd(spec, backend, mode, inputs, fmt, include_library, color, exit_z
     from scanprobe.commands.inspect import run_inspect
 
     def work(progress):
-        report = run_inspect(spec, backend, mode, inputs, include_library, progress, pictures=bool(html_path))
+        report = run_inspect(spec, backend, mode, inputs, include_library, progress, pictures=bool(html_path),
+                             full_formulas=full_formulas)
         if html_path:
             from scanprobe.report import html
 

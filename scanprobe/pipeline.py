@@ -96,6 +96,7 @@ def analyse_module(
     progress=None,
     settings=None,
     pictures: bool = False,
+    full_formulas: bool = False,
 ) -> Analysis:
     """Analyse every target of a user module (``FILE[:TARGET]``)."""
     from scanprobe.backends import resolve
@@ -147,7 +148,7 @@ def analyse_module(
         built = backend.built_from_function(cap.function) if cap.origin == "library" else session.build(cap)
         knowledge = knowledge_for(cap, built.fgraph.inputs, module_inputs, specs, used)
         step(f"analysing {cap.label}")
-        walked = analyse(backend, built, cap, knowledge, session)
+        walked = analyse(backend, built, cap, knowledge, session, full_formulas)
         target = walked.target
         verdicts = classify(target)
         analysis.live.append(LiveTarget(session, cap, built, walked))

@@ -32,8 +32,8 @@ def test_fast_compile_finds_both_gradient_accumulators(backend):
 
 def test_real_size_predicted_without_allocating(backend):
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    res = scanprobe(
-        "inspect", SAMPLE, "--mode", "FAST_COMPILE", "--format", "json", env={"SEED000_SIZE": "real"}
+    res = scanprobe(  # in a process of its own: its peak memory is what is measured
+        "inspect", SAMPLE, "--mode", "FAST_COMPILE", "--format", "json", env={"SEED000_SIZE": "real"}, isolated=True
     )
     peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     assert res.rc == 1, res

@@ -215,12 +215,8 @@ class Backend(ABC):
         """The op's own shape inference (signatures differ between backends)."""
 
     @abstractmethod
-    def shape_features(self, fgraph):
-        """A clone of ``fgraph`` able to answer shapes: (clone, equiv, shape_of(var) -> tuple|None)."""
-
-    @abstractmethod
-    def shape_graph(self, inputs, outputs):
-        """A new graph of ``outputs`` (cloned) able to answer shapes: (graph, shape_of(var))."""
+    def static_dims(self, var) -> list:
+        """The dims a variable's type fixes (int), None for the others."""
 
     @abstractmethod
     def inner_graph(self, node):

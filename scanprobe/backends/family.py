@@ -385,29 +385,12 @@ class FamilyBackend(Backend):
     def infer_shape(self, node, shapes):
         return node.op.infer_shape(None, node, shapes)
 
-    def shape_features(self, fgraph):
-        fg, equiv = fgraph.clone_get_equiv(check_integrity=False, attach_feature=False)
-        feature = self._ShapeFeature()
-        fg.attach_feature(feature)
-        return fg, equiv, self._shape_reader(feature)
-
-    def shape_graph(self, inputs, outputs):
-        fg = self.api.FunctionGraph(list(inputs), list(outputs), clone=True)
-        feature = self._ShapeFeature()
-        fg.attach_feature(feature)
-        return fg, self._shape_reader(feature)
-
-    def _shape_reader(self, feature):
-        if isinstance(getattr(type(feature), "shape_of", None), property):
-            # lazy ShapeFeature (PyTensor >= 3.1.1): shape_of is a deprecated proxy
-            def shape_of(var):
-                try:
-                    return feature.shape_tuple(var)
-                except Exception:  # noqa: BLE001 - a variable the feature cannot answer for
-                    return None
-            return shape_of
-        table = feature.shape_of
-        return table.get
+    def static_dims(self, var) -> list:
+        t = var.type
+        shape = getattr(t, "shape", None)
+        if isinstance(shape, tuple) and len(shape) == t.ndim:  # PyTensor, Aesara: static shapes
+            return [int(s) if isinstance(s, (int,)) and s >= 0 else None for s in shape]
+        return [1 if b else None for b in t.broadcastable]  # Theano: broadcastable dims are 1
 
     def is_user_opaque(self, op) -> bool:
         ofg = self._OpFromGraph
@@ -420,7 +403,6 @@ class FamilyBackend(Backend):
         return type(op) is ofg or not type(op).__module__.startswith(self.module_name + ".")
 
     _OpFromGraph = None
-    _ShapeFeature = None
 
     def record_compiles(self):
         return _CompileRecorder(self.api.FunctionMaker)

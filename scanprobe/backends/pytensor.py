@@ -53,11 +53,9 @@ class PyTensorBackend(FamilyBackend):
         shape_mod = imp("tensor.shape") if self._has("tensor.shape") else tb
         math = imp("tensor.math") if self._has("tensor.math") else tb
         scan_op, scan_utils = imp("scan.op"), imp("scan.utils")
-        rewriting = imp("tensor.rewriting.shape") if self._has("tensor.rewriting.shape") else imp("tensor.basic_opt")
         maker_home = imp("compile.maker") if self._has("compile.maker") else imp("compile.function.types")
         self._ScanArgs = scan_utils.ScanArgs
         self._indices_from_subtensor = subtensor.indices_from_subtensor
-        self._ShapeFeature = rewriting.ShapeFeature
         self._OpFromGraph = imp("compile.builders").OpFromGraph
         clone_replace = getattr(replace, "clone_replace", None) or getattr(basic, "clone_replace")
         self.api = Api(

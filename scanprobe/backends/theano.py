@@ -98,11 +98,10 @@ class TheanoBackend(FamilyBackend):
         from theano.gof import graph as g
         from theano.gof.fg import FunctionGraph
         from theano.scan_module import scan_op, scan_utils
-        from theano.tensor import basic as tb, elemwise, opt, subtensor
+        from theano.tensor import basic as tb, elemwise, subtensor
 
         self._scan_args = scan_utils.scan_args
         self._get_idx_list = subtensor.get_idx_list
-        self._ShapeFeature = opt.ShapeFeature
         self._OpFromGraph = builders.OpFromGraph
         self.api = Api(
             module=theano,

@@ -107,40 +107,11 @@ class Evaluation:
         except Exception:  # noqa: BLE001 - an op without this linker's implementation, a failed check
             return None
 
-    def _infer_shape(self, var, depth=0):
-        """Symbolic shape of ``var``: the fgraph's ShapeFeature, else the op's infer_shape.
-
-        Shape graphs built by infer_shape contain variables that are not in the fgraph (e.g.
-        ``Shape(x[0:])``); their shapes come from their ops' infer_shape, recursively.
-        """
-        known = self.shape_of(var)
-        if known is not None:
-            return tuple(known)
-        node = var.owner
-        if node is None or depth > 8 or not hasattr(node.op, "infer_shape"):
-            return None
-        shapes = []
-        for inp in node.inputs:
-            if getattr(inp.type, "ndim", None) is None:
-                shapes.append(None)
-                continue
-            shp = self._infer_shape(inp, depth + 1)
-            if shp is None:
-                if inp.owner is not None:
-                    return None
-                shp = tuple(self.api.T.shape(inp)[i] for i in range(inp.type.ndim))
-            shapes.append(shp)
-        try:
-            out = self.b.infer_shape(node, shapes)
-        except Exception:  # an op whose infer_shape needs more than we give it
-            return None
-        return tuple(out[node.outputs.index(var)])
-
     def _resolve_shapes(self, var, rounds=6):
         """Replace Shape/Shape_i of computed variables by their inferred shapes.
 
-        ``Shape_i{0}(scan_output)`` would run the scan; the backend's shape inference knows it
-        is the scan's n_steps (or whatever its infer_shape says) without running anything.
+        ``Shape_i{0}(scan_output)`` would run the scan; shape inference knows it is the scan's
+        n_steps (or whatever its infer_shape says) without running anything.
         """
         api = self.api
         for _ in range(rounds):
@@ -151,11 +122,13 @@ class Evaluation:
                 src = node.inputs[0]
                 if src.owner is None:
                     continue
-                shp = self._infer_shape(src)
+                shp = self.shapes(src)
                 if shp is None:
                     continue
                 if isinstance(node.op, api.Shape_i):
                     new = shp[node.op.i]
+                    if new.owner is not None and isinstance(new.owner.op, api.Shape_i) and new.owner.inputs[0] is src:
+                        continue  # nothing inferred: the shape of the value itself
                 elif getattr(src.type, "ndim", 0) > 0:
                     new = api.T.stack([api.T.cast(d, "int64") for d in shp])
                 else:

@@ -1,12 +1,86 @@
-"""Readable formulas of symbolic sizes and structural keys of scalar graphs (a ``Level`` mixin)."""
+"""Readable formulas of symbolic sizes and structural keys of scalar graphs (a ``Level`` mixin).
+
+A formula is built from the scalar graph that gives a size, simplified as it is built:
+
+- constants are folded, and sums are kept as linear forms, so ``((1 + n) - 1) + 1`` reads
+  ``n + 1``;
+- clamps that the known facts decide are removed: sizes are never negative, so
+  ``maximum(x.shape[0], 0)`` is ``x.shape[0]`` and ``switch(x.shape[0] < 0, 0, x.shape[0])`` is
+  ``x.shape[0]`` (Theano's save-mem rewrite writes such chains into every buffer length);
+- fused scalar arithmetic (``Composite``) is read through its inner graph, with the same rules;
+- a formula longer than ``LIMIT`` characters becomes a named placeholder that says what it is
+  computed from: ``<size from x.shape[0], mask.shape[0]>`` (``inspect --full-formulas`` keeps
+  the whole expression). Building stops early past a character budget, so shared sub-graphs
+  never expand into huge trees.
+
+Examples (docs/design.md lists more): ``Shape_i{0}(x)`` -> ``x.shape[0]``; ``Elemwise{add}(1,
+Shape_i{0}(x))`` -> ``x.shape[0] + 1``; ``Composite{Switch(LT(i0, 0), 0, i0)}(Shape_i{0}(x))``
+-> ``x.shape[0]``; ``maximum(x.shape[0] - 1, 1)`` stays ``max(x.shape[0] - 1, 1)``.
+"""
 
 from __future__ import annotations
-
-import re
 
 import numpy as np
 
 from scanprobe.walk.util import _as_int, _is_constant, _op_name
+
+#: Longest formula shown (characters); longer ones become a named placeholder.
+LIMIT = 48
+#: Characters a formula may grow to while it is built (then the rest is elided); with
+#: --full-formulas (a formula of a megabyte is no use either, and costs seconds to build).
+BUDGET = 2000
+BUDGET_FULL = 2_000_000
+_PASS = ("Cast", "ScalarFromTensor", "TensorFromScalar", "Identity", "DimShuffle", "Rebroadcast", "Unbroadcast",
+         "SpecifyShape", "Second")
+_COMPARE = {"LT": "<", "GT": ">", "LE": "<=", "GE": ">=", "EQ": "==", "NEQ": "!="}
+_FOLD = {"LT": lambda a, b: a < b, "GT": lambda a, b: a > b, "LE": lambda a, b: a <= b, "GE": lambda a, b: a >= b,
+         "EQ": lambda a, b: a == b, "NEQ": lambda a, b: a != b}
+
+
+class _Lin:
+    """A linear form: const + sum(coef * atom); atoms are formula texts of non-linear parts, some
+    known to be non-negative (sizes)."""
+
+    def __init__(self, const=0, terms=None, nonneg_atoms=()):
+        self.const = const
+        self.terms = dict(terms or {})  # text -> coefficient, in insertion order
+        self.nn = frozenset(nonneg_atoms)
+
+    @classmethod
+    def atom(cls, text, nonneg=False):
+        return cls(0, {text: 1}, {text} if nonneg else ())
+
+    @property
+    def nonneg(self) -> bool:
+        return self.const >= 0 and all(c > 0 and t in self.nn for t, c in self.terms.items())
+
+    @property
+    def value(self):
+        return self.const if not self.terms else None
+
+    def scaled(self, k):
+        return _Lin(self.const * k, {t: c * k for t, c in self.terms.items()}, self.nn)
+
+    def plus(self, other):
+        terms = dict(self.terms)
+        for t, c in other.terms.items():
+            terms[t] = terms.get(t, 0) + c
+        return _Lin(self.const + other.const, {t: c for t, c in terms.items() if c}, self.nn | other.nn)
+
+    def text(self) -> str:
+        parts = []
+        for t, c in self.terms.items():
+            body = t if c in (1, -1) else f"{abs(c)} * {t}"
+            parts.append(("- " if c < 0 else "+ ") + body)
+        if self.const or not parts:
+            parts.append(("- " if self.const < 0 else "+ ") + str(abs(self.const)))
+        out = " ".join(parts)
+        return out[2:] if out.startswith("+ ") else "-" + out[2:]
+
+    def atomic(self) -> str:
+        """The text, in parentheses when it is a sum (to be an operand)."""
+        t = self.text()
+        return t if len(self.terms) + (1 if self.const else 0) <= 1 and not t.startswith("-") else f"({t})"
 
 
 class Formulas:
@@ -14,55 +88,173 @@ class Formulas:
 
     def formula(self, var, names=None, depth=0) -> str:
         """A readable expression for a scalar graph (used where a size stays symbolic)."""
-        api = self.api
-        names = names or {}
         if var is None:
             return "?"
-        key = self.skey(var)
-        if key in names:
-            return names[key]
+        import sys
+
+        full = getattr(self.w, "full_formulas", False)
+        state = {"budget": BUDGET_FULL if full else BUDGET, "depth": 1000 if full else 150,
+                 "names": names or {}, "known": depth > 0}
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 4 * state["depth"] + 1000))
+        try:
+            text = self._term(var, state, {}, 0).text()
+        finally:
+            sys.setrecursionlimit(limit)
+        if full or (len(text) <= LIMIT and "…" not in text):
+            return text
+        return self._placeholder(var, state)
+
+    def _placeholder(self, var, state) -> str:
+        """``<size from a, b>``: what a long formula is computed from."""
+        from scanprobe.backends.graphs import ancestors
+
+        leaves = []
+        for v in ancestors([var]):
+            node = v.owner
+            if node is not None and isinstance(node.op, self.api.Shape_i) and node.inputs[0].owner is None:
+                text = f"{self.w.label_of(node.inputs[0], self)}.shape[{node.op.i}]"
+            elif node is None and not _is_constant(self.api, v) and getattr(v.type, "ndim", None) == 0:
+                text = self.w.label_of(v, self)
+            else:
+                key = self.skey(v) if node is not None else None
+                text = state["names"].get(key) if key is not None else None
+            if text and text not in leaves:
+                leaves.append(text)
+        shown = ", ".join(leaves[:3]) + (", …" if len(leaves) > 3 else "")
+        return f"<size from {shown}>" if leaves else "<size computed in the graph>"
+
+    def _term(self, var, state, subst, depth) -> _Lin:
+        """``var`` as a linear form (``subst``: inner variables of a Composite -> their terms)."""
+        if id(var) in subst:
+            return subst[id(var)]
+        api = self.api
         if _is_constant(api, var):
-            return str(_as_int(var.data))
-        val = self._values.get(var)
-        if val is not None and depth > 0:
-            return str(val)
+            v = _as_int(var.data)
+            return _Lin(v) if isinstance(v, (int, np.integer)) else _Lin.atom(str(v))
+        if not subst:
+            key = self.skey(var)
+            if key in state["names"]:
+                return _Lin.atom(state["names"][key], nonneg=True)
+            val = self._values.get(var)
+            if isinstance(val, int) and (depth > 0 or state["known"]):
+                return _Lin(val)
         node = var.owner
         if node is None:
-            return self.w.label_of(var, self)
-        if type(node.op).__name__ == "DimShuffle" and node.inputs[0].owner is None:
-            return self.w.label_of(node.inputs[0], self)  # broadcast/dropped axes of an input
-        if depth > 6:
-            return "..."
-        op = node.op
+            return _Lin.atom(self.w.label_of(var, self))
+        memo = state.setdefault("memo", {})
+        key = (id(subst), id(var))
+        if key in memo:  # shape graphs share sub-graphs: each is read once
+            return memo[key]
+        if state["budget"] <= 0 or depth > state["depth"]:
+            return _Lin.atom("…")
+        lin = self._node_term(node, var, state, subst, depth)
+        state["budget"] -= len(lin.text())
+        memo[key] = lin
+        return lin
+
+    def _node_term(self, node, var, state, subst, depth) -> _Lin:
+        api, op = self.api, node.op
         name = _op_name(op)
+        tname = type(op).__name__
+
+        def arg(i):
+            return self._term(node.inputs[i], state, subst, depth + 1)
+
         if isinstance(op, api.Shape_i):
-            return f"{self.formula(node.inputs[0], names, depth + 1)}.shape[{op.i}]"
-        if name in ("Cast", "ScalarFromTensor", "TensorFromScalar", "Identity") or type(op).__name__ in (
-            "ScalarFromTensor",
-            "TensorFromScalar",
-        ):
-            return self.formula(node.inputs[0], names, depth)
+            return _Lin.atom(f"{self._label(node.inputs[0], state, subst, depth)}.shape[{op.i}]", nonneg=True)
+        if tname in _PASS or name in _PASS:
+            return arg(0)
         if isinstance(op, api.Subtensor) and node.inputs[0].owner is not None and isinstance(
-            node.inputs[0].owner.op, api.Shape
-        ):
+                node.inputs[0].owner.op, api.Shape):
             idx = self.b.subtensor_indices(node)
             if len(idx) == 1 and not isinstance(idx[0], slice):
                 i = idx[0] if isinstance(idx[0], int) else self.value(idx[0])
-                base = self.formula(node.inputs[0].owner.inputs[0], names, depth + 1)
-                return f"{base}.shape[{i if i is not None else '?'}]"
-        infix = {"Add": "+", "Sub": "-", "Mul": "*", "IntDiv": "//", "TrueDiv": "/"}
-        if name in infix:
-            parts = [self.formula(i, names, depth + 1) for i in node.inputs]
-            return "(" + f" {infix[name]} ".join(parts) + ")"
-        if name in ("Maximum", "Minimum", "Switch", "Ceil", "Floor"):
-            parts = [self.formula(i, names, depth + 1) for i in node.inputs]
-            return f"{name.lower()}({', '.join(parts)})"
-        if name == "Composite":  # fused scalar arithmetic: show its expression
-            parts = [self.formula(i, names, depth + 1) for i in node.inputs]
-            text = str(op.scalar_op)
-            text = text[text.index("{") + 1 : -1] if "{" in text else text
-            return re.sub(r"\bi(\d+)\b", lambda m: parts[int(m.group(1))] if int(m.group(1)) < len(parts) else m.group(0), text)
-        return f"{type(op).__name__}(...)"
+                base = self._label(node.inputs[0].owner.inputs[0], state, subst, depth)
+                return _Lin.atom(f"{base}.shape[{i if i is not None else '?'}]", nonneg=True)
+        if name == "Composite":  # fused scalar arithmetic: read its inner graph with these rules
+            comp = getattr(op, "scalar_op", op)
+            inner = comp.fgraph
+            inner_subst = {id(i): arg(k) for k, i in enumerate(inner.inputs)}
+            out = inner.outputs[node.outputs.index(var)] if len(inner.outputs) > 1 else inner.outputs[0]
+            return self._term(out, state, inner_subst, depth + 1)
+        if name in ("Add", "Sub", "Neg"):
+            parts = [arg(i) for i in range(len(node.inputs))]
+            if name == "Neg":
+                return parts[0].scaled(-1)
+            total = parts[0]
+            for p in parts[1:]:
+                total = total.plus(p.scaled(-1) if name == "Sub" else p)
+            return total
+        if name == "Mul":
+            parts = [arg(i) for i in range(len(node.inputs))]
+            consts = [p.value for p in parts if p.value is not None]
+            rest = [p for p in parts if p.value is None]
+            k = int(np.prod(consts)) if consts else 1
+            if not rest:
+                return _Lin(k)
+            if len(rest) == 1:
+                return rest[0].scaled(k)
+            return _Lin.atom(" * ".join(p.atomic() for p in rest), all(p.nonneg for p in rest)).scaled(k)
+        if name in ("Maximum", "Minimum"):
+            a, b = arg(0), arg(1)
+            if a.value is not None and b.value is not None:
+                v = max(a.value, b.value) if name == "Maximum" else min(a.value, b.value)
+                return _Lin(v)
+            if name == "Maximum":
+                for x, y in ((a, b), (b, a)):  # max(size, c <= 0) is the size
+                    if x.nonneg and y.value is not None and y.value <= 0:
+                        return x
+            if a.text() == b.text():
+                return a
+            word = "max" if name == "Maximum" else "min"
+            nonneg = (a.nonneg or b.nonneg) if name == "Maximum" else (a.nonneg and b.nonneg)
+            return _Lin.atom(f"{word}({a.text()}, {b.text()})", nonneg)
+        if name in _COMPARE:
+            a, b = arg(0), arg(1)
+            if a.value is not None and b.value is not None:
+                return _Lin(int(_FOLD[name](a.value, b.value)))
+            # a size compared with a constant <= 0: decided
+            if a.nonneg and b.value is not None and b.value <= 0 and name in ("LT", "GE") and not (name == "LT" and b.value > 0):
+                return _Lin(1 if name == "GE" else 0)
+            return _Lin.atom(f"{a.atomic()} {_COMPARE[name]} {b.atomic()}", nonneg=True)
+        if name == "Switch":
+            c = arg(0)
+            if c.value is not None:
+                return arg(1) if c.value else arg(2)
+            a, b = arg(1), arg(2)
+            if a.text() == b.text():
+                return a
+            return _Lin.atom(f"({a.text()} if {c.text()} else {b.text()})", a.nonneg and b.nonneg)
+        if name in ("IntDiv", "TrueDiv", "Mod"):
+            a, b = arg(0), arg(1)
+            if a.value is not None and b.value not in (None, 0):
+                v = {"IntDiv": a.value // b.value, "TrueDiv": a.value / b.value, "Mod": a.value % b.value}[name]
+                return _Lin(v)
+            if b.value == 1 and name != "Mod":
+                return a
+            sym = {"IntDiv": "//", "TrueDiv": "/", "Mod": "%"}[name]
+            return _Lin.atom(f"{a.atomic()} {sym} {b.atomic()}", a.nonneg and b.nonneg)
+        if name in ("AND", "OR", "Invert"):
+            parts = [arg(i) for i in range(len(node.inputs))]
+            if all(p.value is not None for p in parts):
+                v = {"AND": all, "OR": any}.get(name, lambda ps: not ps[0])([p.value for p in parts])
+                return _Lin(int(v))
+            word = {"AND": " and ", "OR": " or "}.get(name)
+            if word:
+                return _Lin.atom("(" + word.join(p.text() for p in parts) + ")", nonneg=True)
+            return _Lin.atom(f"not {parts[0].atomic()}", nonneg=True)
+        if name in ("Ceil", "Floor", "Abs"):
+            a = arg(0)
+            return a if a.value is not None else _Lin.atom(f"{name.lower()}({a.text()})", name == "Abs" or a.nonneg)
+        return _Lin.atom(f"{tname}(...)")
+
+    def _label(self, var, state, subst, depth) -> str:
+        """The name of what a ``.shape[i]`` is taken of."""
+        if var.owner is None or (type(var.owner.op).__name__ == "DimShuffle" and var.owner.inputs[0].owner is None):
+            root = var if var.owner is None else var.owner.inputs[0]
+            return self.w.label_of(root, self)
+        return self._term(var, state, subst, depth + 1).atomic()
 
     def skey(self, var):
         """A structural key: equal keys mean the same value, whatever the variables' identity.

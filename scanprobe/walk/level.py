@@ -8,14 +8,27 @@ from scanprobe.walk.evaluate import Evaluation
 from scanprobe.walk.formula import Formulas
 
 
+class GraphView:
+    """A graph given by its inputs and outputs (a scan's inner graph), read like a FunctionGraph."""
+
+    def __init__(self, inputs, outputs):
+        self.inputs, self.outputs = list(inputs), list(outputs)
+
+    def toposort(self):
+        from scanprobe.backends.graphs import toposort
+
+        return toposort(self.outputs)
+
+
 class Level(Evaluation, Formulas):
     """One graph (the function's, or a scan's inner graph) with what is known about its inputs.
 
-    ``known`` maps each input of ``fg`` to (value or None, shape or None, source); ``shape_of``
-    answers a variable's symbolic shape (the backend's shape inference on this graph).
+    ``fg`` has ``inputs``, ``outputs`` and ``toposort()`` (the function's graph, or a ``GraphView``
+    of a scan's inner graph); ``known`` maps each input to (value or None, shape or None,
+    source); ``shapes`` answers a variable's symbolic shape (``shapes.LazyShapes``).
     """
 
-    def __init__(self, walker, fg, shape_of, known, parent, labels=None):
+    def __init__(self, walker, fg, shapes, known, parent, labels=None):
         self.labels = labels or {}
         self.w = walker
         self.b = walker.b
@@ -23,7 +36,7 @@ class Level(Evaluation, Formulas):
         self.fg = fg
         self.known = known
         self.parent = parent
-        self.shape_of = shape_of
+        self.shapes = shapes
         self.clients: dict[Any, list] = {}
         self.nodes = list(fg.toposort())
         for node in self.nodes:
@@ -38,7 +51,7 @@ class Level(Evaluation, Formulas):
         """Symbolic shape of a variable of this graph (empty for non-tensor types)."""
         if getattr(var.type, "ndim", None) is None:
             return ()
-        shp = self.shape_of(var)
+        shp = self.shapes(var)
         if shp is None:
             return tuple(self.api.T.shape(var)[i] for i in range(var.type.ndim))
         return tuple(shp)

@@ -13,7 +13,8 @@ from scanprobe.backends.graphs import ancestors
 from scanprobe.walk.naming import Naming
 from scanprobe.walk.reads import reader_index_vars, reads
 from scanprobe.walk.steps import StepFacts
-from scanprobe.walk.level import Level
+from scanprobe.walk.level import GraphView, Level
+from scanprobe.walk.shapes import LazyShapes
 from scanprobe.walk.util import (
     _creator, _is_constant, _known_from_outer, _shape_source, _short_input, _strip_to_root, _type_str,
 )
@@ -109,7 +110,7 @@ class ScanPlan(Naming):
         if lv.parent is None:
             for role, i, outer_in, outer_out, dims in self.buffers:
                 var = outer_out if role == "nit_sot" else outer_in
-                w.buffer_vars[(rec.id, role, i)] = w.original_of.get(var, var)
+                w.buffer_vars[(rec.id, role, i)] = var
 
     # ---------------------------------------------------------------- details
     def _scan_site(self):
@@ -171,7 +172,9 @@ class ScanPlan(Naming):
         rdims = []
         for j, d in enumerate(dims):
             val = lv.value(d)
-            formula = lv.formula(d, names)
+            # a known trailing dim reads as its number; the leading one keeps its relation to
+            # n_steps (set below when found) so that "(n_steps+1)" stays visible
+            formula = str(val) if isinstance(val, int) and j > 0 else lv.formula(d, names)
             if j == 0 and val is None:
                 base, k = lv.split_offset(d)
                 if base == n_key[0]:
@@ -272,7 +275,7 @@ class ScanPlan(Naming):
         if not any(n.owner is not None and self.b.is_scan(n.owner) for n in ancestors(self.info.inner_outputs)):
             return
         inner_in, inner_out = self.b.inner_graph(self.node)
-        fg, shape_of = self.b.shape_graph(inner_in, inner_out)
+        fg = GraphView(inner_in, inner_out)
         known = {}
         lv = self.level
         a = self.args
@@ -293,11 +296,11 @@ class ScanPlan(Naming):
         for outer, inner in seq_pairs:
             labels[inner] = f"{self._user_label(outer, 'sequence', 0, None)}[t]"
         fg_known, fg_labels = {}, {}
-        for orig, new in zip(inner_in, fg.inputs):
-            fg_known[new] = known.get(orig, (None, None, "unknown"))
+        for orig in inner_in:
+            fg_known[orig] = known.get(orig, (None, None, "unknown"))
             if orig in labels:
-                fg_labels[new] = labels[orig]
-        sub = Level(self.w, fg, shape_of, fg_known, parent=self.id, labels=fg_labels)
+                fg_labels[orig] = labels[orig]
+        sub = Level(self.w, fg, LazyShapes(self.b), fg_known, parent=self.id, labels=fg_labels)
         sub.walk()
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from scanprobe import records as R
 from scanprobe.walk.level import Level
+from scanprobe.walk.shapes import LazyShapes
 from scanprobe.walk.util import _type_str
 
 
@@ -30,11 +31,13 @@ class Walked:
     buffer_vars: dict = field(default_factory=dict)
 
 
-def analyse(backend, built, captured, knowledge, session) -> Walked:
-    """Records for one built (optimized, unlinked) function graph."""
+def analyse(backend, built, captured, knowledge, session, full_formulas=False) -> Walked:
+    """Records for one built (optimized, unlinked) function graph; ``full_formulas`` keeps every
+    symbolic size whole (else long ones become named placeholders: ``formula.LIMIT``)."""
     with backend.without_traces():
         t0 = time.perf_counter()
         walker = GraphWalker(backend, built.fgraph, captured, knowledge, session)
+        walker.full_formulas = full_formulas
         target = R.Target(
             name=captured.label,
             site=captured.site,
@@ -51,9 +54,9 @@ def analyse(backend, built, captured, knowledge, session) -> Walked:
 class GraphWalker:
     """Walks one optimized function graph (and the inner graphs of its scans) into records.
 
-    Sizes are computed without running the function: the shapes of every buffer come from the
-    backend's own shape inference on a clone of the optimized graph, and the scalar graphs that
-    give them are evaluated with a Python linker, only when they read nothing but constants,
+    Sizes are computed without running the function: the shapes of every buffer come from shape
+    inference on demand (``shapes.LazyShapes``, the ops' own ``infer_shape``), and the scalar
+    graphs that give them are evaluated with a Python linker, only when they read nothing but constants,
     shared values, given values and the *shapes* of given inputs. A size that would need more (a
     value computed by a scan, data the user did not give) stays a formula.
     """
@@ -63,9 +66,10 @@ class GraphWalker:
         self.api = backend.api
         self.captured = captured
         self.session = session
-        self.fg, equiv, self.shape_of = backend.shape_features(fgraph)
-        #: clone variable -> the function's own variable (to match profiler records)
-        self.original_of = {new: old for old, new in equiv.items()}
+        # the optimized graph itself: nothing is attached to it or changed in it (new variables
+        # built on top of it, for shapes and evaluation, are not part of it)
+        self.fg = fgraph
+        self.shapes = LazyShapes(backend)
         #: (scan id, role, index) -> the function's variable holding that buffer (top level)
         self.buffer_vars: dict = {}
         self.orig_inputs = list(fgraph.inputs)
@@ -74,6 +78,7 @@ class GraphWalker:
         for i, var in enumerate(self.fg.inputs):
             self.known[var] = knowledge.get(i, (None, None, "unknown"))
         self.labels = {var: captured.input_label(i, var) for i, var in enumerate(self.fg.inputs)}
+        self.full_formulas = False
         self._next_id = 0
         self._scans: list[R.Scan] = []
         self._skey_memo: dict[int, Any] = {}
@@ -96,7 +101,7 @@ class GraphWalker:
         return out
 
     def scans(self) -> list[R.Scan]:
-        Level(self, self.fg, self.shape_of, self.known, parent=None).walk()
+        Level(self, self.fg, self.shapes, self.known, parent=None).walk()
         return self._scans
 
     def new_id(self) -> int:
