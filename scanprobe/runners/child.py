@@ -198,7 +198,9 @@ def _jax_failure(exc, target) -> str:
     if dynamic:
         s = dynamic[0]
         where = f"; scan `{s.name}` has n_steps = {s.n_steps.formula}, which JAX cannot treat as static"
-    elif "Slice entries must be static" in text or "static" in text.lower():
+    elif isinstance(exc, IndexError) or "static" in text.lower():
+        # jax 0.10 says "Slice entries must be static integers", 0.12 raises an IndexError about
+        # "static start/stop/step": the same cause, told by its type
         where = "; a slice inside a scan step has bounds that depend on the step (as in seed 000)"
     return f"{target.name} cannot run on the JAX linker: {type(exc).__name__}: {text}{where}"
 

@@ -36,6 +36,8 @@ class Level(Evaluation, Formulas):
         self.fg = fg
         self.known = known
         self.parent = parent
+        #: the user's scan call whose step holds this graph (nested levels; None at the top)
+        self.parent_call = None
         self.shapes = shapes
         self.clients: dict[Any, list] = {}
         self.nodes = list(fg.toposort())

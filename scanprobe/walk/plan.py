@@ -118,9 +118,13 @@ class ScanPlan(Naming):
             site = self.w.session.user_site_from_trace(out)
             if site is not None:
                 return site
-        # merged scans lose their trace: fall back to the user's scan call with that name
+        # merged scans, and scans in a frozen inner graph (PyTensor >= 3.1.1), lose their trace:
+        # the user's scan call with that name, among those made in the enclosing scan's step
         parts = [p for p in (self.info.name or "scan_fn").split("&") if not p.startswith("grad_of_")]
-        calls = self.w.session.scan_calls
+        calls = [c for c in self.w.session.scan_calls if c is not None]
+        parent = self.level.parent_call
+        if self.level.parent is not None:
+            calls = [c for c in calls if parent is not None and c.parent is parent]
         for part in parts or [(self.info.name or "scan_fn").split("&")[0][len("grad_of_"):]]:
             hits = [c for c in calls if (c.name or "scan_fn") == part]
             if hits and len({(h.site.file, h.site.line) for h in hits}) == 1:
@@ -301,6 +305,7 @@ class ScanPlan(Naming):
             if orig in labels:
                 fg_labels[orig] = labels[orig]
         sub = Level(self.w, fg, LazyShapes(self.b), fg_known, parent=self.id, labels=fg_labels)
+        sub.parent_call = self.w.session.scan_call_at(self.record.site)
         sub.walk()
 
 

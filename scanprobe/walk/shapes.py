@@ -128,15 +128,52 @@ class LazyShapes:
                     out_shape[outer_out] = memo.get(outer_in) or self._fallback(outer_out)
         nit_outs = list(a.outer_out_nit_sot)
         if nit_outs:
+            from scanprobe.backends.graphs import ancestors
+
             inner = LazyShapes(self.b, self._inner_leaves(a))
+            inner_vars = {id(v) for v in ancestors(list(a.inner_outputs) + list(a.inner_inputs))}
             for length, outer_out, inner_out in zip(a.outer_in_nit_sot, nit_outs, a.inner_out_nit_sot):
                 step = inner(inner_out)
                 if step is None:
                     continue
-                if any(_depends_on_inner(d, inner) for d in step):
-                    step = self._fallback(outer_out)[1:]
+                if any(_reads(d, inner_vars | set(map(id, inner.memo))) for d in step):
+                    step = self._to_outer(step, a, inner_vars) or self._fallback(outer_out)[1:]
                 out_shape[outer_out] = (length,) + tuple(step)
         return [out_shape.get(o) for o in node.outputs]
+
+    def _to_outer(self, dims, a, inner_vars):
+        """Step-output dims that read the inner graph (a nested scan's buffer is sized by scalars
+        computed in the step) rewritten on the outer graph: non_sequences are the outer values;
+        a sequence or state is read only through its shape, which is the outer one's without the
+        time axis. None when a dim reads more of the step than that."""
+        from scanprobe.backends.graphs import ancestors
+
+        api, memo = self.api, self.memo
+        replace = {}
+        for role in ("non_seqs", "shared"):
+            for outer, inn in zip(getattr(a, f"outer_in_{role}"), getattr(a, f"inner_in_{role}")):
+                replace[inn] = outer
+        per_step = {}
+        for outer, inn in zip(a.outer_in_seqs, a.inner_in_seqs):
+            per_step[inn] = outer
+        for role in ("mit_mot", "mit_sot", "sit_sot"):
+            for outer, inns in zip(getattr(a, f"outer_in_{role}"), getattr(a, f"inner_in_{role}")):
+                for inn in inns if isinstance(inns, (list, tuple)) else [inns]:
+                    per_step[inn] = outer
+        for v in ancestors(list(dims)):
+            node = v.owner
+            if node is not None and isinstance(node.op, api.Shape_i) and node.inputs[0] in per_step:
+                outer_shape = memo.get(per_step[node.inputs[0]])
+                if outer_shape is None:
+                    return None
+                replace[v] = outer_shape[node.op.i + 1]
+        try:
+            new = api.clone_replace(list(dims), replace=replace)
+        except Exception:  # noqa: BLE001 - a node that cannot be rebuilt
+            return None
+        if any(_reads(d, inner_vars) for d in new):
+            return None
+        return tuple(new)
 
     def _inner_leaves(self, a) -> dict:
         """Inner inputs of a scan -> shapes in terms of the outer graph."""
@@ -161,13 +198,10 @@ class LazyShapes:
         return leaves
 
 
-def _depends_on_inner(dim, inner: LazyShapes) -> bool:
-    """Whether a shape expression still reads a variable of the inner graph (a fallback Shape_i
-    of an inner variable): such a dim cannot be evaluated at the outer level."""
+def _reads(dim, variables: set) -> bool:
+    """Whether a shape expression still reads one of ``variables`` (ids: the inner graph's; its
+    constants are shared with any graph and do not count): such a dim cannot be evaluated at the
+    outer level."""
     from scanprobe.backends.graphs import ancestors
 
-    inner_vars = set(map(id, inner.memo))
-    return any(
-        v.owner is not None and isinstance(v.owner.op, inner.api.Shape_i) and id(v.owner.inputs[0]) in inner_vars
-        for v in ancestors([dim])
-    )
+    return any(id(v) in variables and not (v.owner is None and hasattr(v, "data")) for v in ancestors([dim]))
