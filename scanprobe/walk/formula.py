@@ -29,7 +29,7 @@ LIMIT = 48
 #: Characters a formula may grow to while it is built (then the rest is elided); with
 #: --full-formulas (a formula of a megabyte is no use either, and costs seconds to build).
 BUDGET = 2000
-BUDGET_FULL = 2_000_000
+BUDGET_FULL = 50_000_000
 _PASS = ("Cast", "ScalarFromTensor", "TensorFromScalar", "Identity", "DimShuffle", "Rebroadcast", "Unbroadcast",
          "SpecifyShape", "Second")
 _COMPARE = {"LT": "<", "GT": ">", "LE": "<=", "GE": ">=", "EQ": "==", "NEQ": "!="}
@@ -38,38 +38,46 @@ _FOLD = {"LT": lambda a, b: a < b, "GT": lambda a, b: a > b, "LE": lambda a, b: 
 
 
 class _Lin:
-    """A linear form: const + sum(coef * atom); atoms are formula texts of non-linear parts, some
-    known to be non-negative (sizes)."""
+    """A linear form: const + sum(coef * atom). An atom is a non-linear part with a structural key
+    (equal keys: the same value) and its formula text; some atoms are known non-negative (sizes)."""
 
-    def __init__(self, const=0, terms=None, nonneg_atoms=()):
+    def __init__(self, const=0, terms=None, texts=None, nonneg_atoms=()):
         self.const = const
-        self.terms = dict(terms or {})  # text -> coefficient, in insertion order
+        self.terms = dict(terms or {})  # key -> coefficient, in insertion order
+        self.texts = dict(texts or {})  # key -> text
         self.nn = frozenset(nonneg_atoms)
 
     @classmethod
-    def atom(cls, text, nonneg=False):
-        return cls(0, {text: 1}, {text} if nonneg else ())
+    def atom(cls, text, nonneg=False, key=None):
+        key = key if key is not None else ("text", text)
+        return cls(0, {key: 1}, {key: text}, {key} if nonneg else ())
 
     @property
     def nonneg(self) -> bool:
-        return self.const >= 0 and all(c > 0 and t in self.nn for t, c in self.terms.items())
+        return self.const >= 0 and all(c > 0 and k in self.nn for k, c in self.terms.items())
 
     @property
     def value(self):
         return self.const if not self.terms else None
 
+    def canon(self):
+        """A structural key of the whole form (equal canons: equal values)."""
+        return ("lin", self.const, tuple(sorted(self.terms.items(), key=repr)))
+
     def scaled(self, k):
-        return _Lin(self.const * k, {t: c * k for t, c in self.terms.items()}, self.nn)
+        return _Lin(self.const * k, {t: c * k for t, c in self.terms.items()}, self.texts, self.nn)
 
     def plus(self, other):
         terms = dict(self.terms)
         for t, c in other.terms.items():
             terms[t] = terms.get(t, 0) + c
-        return _Lin(self.const + other.const, {t: c for t, c in terms.items() if c}, self.nn | other.nn)
+        return _Lin(self.const + other.const, {t: c for t, c in terms.items() if c}, {**self.texts, **other.texts},
+                    self.nn | other.nn)
 
     def text(self) -> str:
         parts = []
-        for t, c in self.terms.items():
+        for k, c in self.terms.items():
+            t = self.texts.get(k, "?")
             body = t if c in (1, -1) else f"{abs(c)} * {t}"
             parts.append(("- " if c < 0 else "+ ") + body)
         if self.const or not parts:
@@ -81,6 +89,11 @@ class _Lin:
         """The text, in parentheses when it is a sum (to be an operand)."""
         t = self.text()
         return t if len(self.terms) + (1 if self.const else 0) <= 1 and not t.startswith("-") else f"({t})"
+
+
+def _expr(name, parts, text, nonneg=False):
+    """A non-linear atom: ``name`` applied to ``parts`` (their canons make its key)."""
+    return _Lin.atom(text, nonneg, key=(name,) + tuple(p.canon() for p in parts))
 
 
 class Formulas:
@@ -101,7 +114,7 @@ class Formulas:
             text = self._term(var, state, {}, 0).text()
         finally:
             sys.setrecursionlimit(limit)
-        if full or (len(text) <= LIMIT and "…" not in text):
+        if (full and text != "…") or (len(text) <= LIMIT and "…" not in text):
             return text
         return self._placeholder(var, state)
 
@@ -135,19 +148,19 @@ class Formulas:
         if not subst:
             key = self.skey(var)
             if key in state["names"]:
-                return _Lin.atom(state["names"][key], nonneg=True)
+                return _Lin.atom(state["names"][key], nonneg=True, key=("name", key))
             val = self._values.get(var)
             if isinstance(val, int) and (depth > 0 or state["known"]):
                 return _Lin(val)
         node = var.owner
         if node is None:
-            return _Lin.atom(self.w.label_of(var, self))
+            return _Lin.atom(self.w.label_of(var, self), key=("var", self.skey(var)))
         memo = state.setdefault("memo", {})
         key = (id(subst), id(var))
         if key in memo:  # shape graphs share sub-graphs: each is read once
             return memo[key]
         if state["budget"] <= 0 or depth > state["depth"]:
-            return _Lin.atom("…")
+            return _Lin.atom("…", key=("elided", id(var)))
         lin = self._node_term(node, var, state, subst, depth)
         state["budget"] -= len(lin.text())
         memo[key] = lin
@@ -162,7 +175,9 @@ class Formulas:
             return self._term(node.inputs[i], state, subst, depth + 1)
 
         if isinstance(op, api.Shape_i):
-            return _Lin.atom(f"{self._label(node.inputs[0], state, subst, depth)}.shape[{op.i}]", nonneg=True)
+            src = node.inputs[0]
+            return _Lin.atom(f"{self._label(src, state, subst, depth)}.shape[{op.i}]", nonneg=True,
+                             key=("shape", self._key(src, state, subst, depth), op.i))
         if tname in _PASS or name in _PASS:
             return arg(0)
         if isinstance(op, api.Subtensor) and node.inputs[0].owner is not None and isinstance(
@@ -170,8 +185,10 @@ class Formulas:
             idx = self.b.subtensor_indices(node)
             if len(idx) == 1 and not isinstance(idx[0], slice):
                 i = idx[0] if isinstance(idx[0], int) else self.value(idx[0])
-                base = self._label(node.inputs[0].owner.inputs[0], state, subst, depth)
-                return _Lin.atom(f"{base}.shape[{i if i is not None else '?'}]", nonneg=True)
+                src = node.inputs[0].owner.inputs[0]
+                base = self._label(src, state, subst, depth)
+                return _Lin.atom(f"{base}.shape[{i if i is not None else '?'}]", nonneg=True,
+                                 key=("shape", self._key(src, state, subst, depth), i))
         if name == "Composite":  # fused scalar arithmetic: read its inner graph with these rules
             comp = getattr(op, "scalar_op", op)
             inner = comp.fgraph
@@ -195,7 +212,8 @@ class Formulas:
                 return _Lin(k)
             if len(rest) == 1:
                 return rest[0].scaled(k)
-            return _Lin.atom(" * ".join(p.atomic() for p in rest), all(p.nonneg for p in rest)).scaled(k)
+            rest.sort(key=lambda p: repr(p.canon()))
+            return _expr("Mul", rest, " * ".join(p.atomic() for p in rest), all(p.nonneg for p in rest)).scaled(k)
         if name in ("Maximum", "Minimum"):
             a, b = arg(0), arg(1)
             if a.value is not None and b.value is not None:
@@ -209,7 +227,7 @@ class Formulas:
                 return a
             word = "max" if name == "Maximum" else "min"
             nonneg = (a.nonneg or b.nonneg) if name == "Maximum" else (a.nonneg and b.nonneg)
-            return _Lin.atom(f"{word}({a.text()}, {b.text()})", nonneg)
+            return _expr(name, sorted([a, b], key=lambda p: repr(p.canon())), f"{word}({a.text()}, {b.text()})", nonneg)
         if name in _COMPARE:
             a, b = arg(0), arg(1)
             if a.value is not None and b.value is not None:
@@ -217,7 +235,7 @@ class Formulas:
             # a size compared with a constant <= 0: decided
             if a.nonneg and b.value is not None and b.value <= 0 and name in ("LT", "GE") and not (name == "LT" and b.value > 0):
                 return _Lin(1 if name == "GE" else 0)
-            return _Lin.atom(f"{a.atomic()} {_COMPARE[name]} {b.atomic()}", nonneg=True)
+            return _expr(name, [a, b], f"{a.atomic()} {_COMPARE[name]} {b.atomic()}", nonneg=True)
         if name == "Switch":
             c = arg(0)
             if c.value is not None:
@@ -225,7 +243,7 @@ class Formulas:
             a, b = arg(1), arg(2)
             if a.text() == b.text():
                 return a
-            return _Lin.atom(f"({a.text()} if {c.text()} else {b.text()})", a.nonneg and b.nonneg)
+            return _expr("Switch", [c, a, b], f"({a.text()} if {c.text()} else {b.text()})", a.nonneg and b.nonneg)
         if name in ("IntDiv", "TrueDiv", "Mod"):
             a, b = arg(0), arg(1)
             if a.value is not None and b.value not in (None, 0):
@@ -234,7 +252,7 @@ class Formulas:
             if b.value == 1 and name != "Mod":
                 return a
             sym = {"IntDiv": "//", "TrueDiv": "/", "Mod": "%"}[name]
-            return _Lin.atom(f"{a.atomic()} {sym} {b.atomic()}", a.nonneg and b.nonneg)
+            return _expr(name, [a, b], f"{a.atomic()} {sym} {b.atomic()}", a.nonneg and b.nonneg)
         if name in ("AND", "OR", "Invert"):
             parts = [arg(i) for i in range(len(node.inputs))]
             if all(p.value is not None for p in parts):
@@ -242,12 +260,28 @@ class Formulas:
                 return _Lin(int(v))
             word = {"AND": " and ", "OR": " or "}.get(name)
             if word:
-                return _Lin.atom("(" + word.join(p.text() for p in parts) + ")", nonneg=True)
-            return _Lin.atom(f"not {parts[0].atomic()}", nonneg=True)
+                return _expr(name, parts, "(" + word.join(p.text() for p in parts) + ")", nonneg=True)
+            return _expr(name, parts, f"not {parts[0].atomic()}", nonneg=True)
         if name in ("Ceil", "Floor", "Abs"):
             a = arg(0)
-            return a if a.value is not None else _Lin.atom(f"{name.lower()}({a.text()})", name == "Abs" or a.nonneg)
-        return _Lin.atom(f"{tname}(...)")
+            return a if a.value is not None else _expr(name, [a], f"{name.lower()}({a.text()})", name == "Abs" or a.nonneg)
+        return _Lin.atom(f"{tname}(...)", key=("op", self.skey(var) if not subst else id(var)))
+
+    def _key(self, var, state, subst, depth):
+        """A structural key of what a ``.shape[i]`` is taken of."""
+        if id(var) in subst:
+            return subst[id(var)].canon()
+        return ("v", self.skey(var))
+
+    def linear(self, var) -> _Lin:
+        """``var`` as a linear form over structural atoms (to compare two sizes exactly)."""
+        state = {"budget": BUDGET, "depth": 150, "names": {}, "known": False}
+        return self._term(var, state, {}, 0)
+
+    def relative(self, var, length):
+        """``var - length`` when that is a constant (an index counted from a buffer's end), else None."""
+        diff = self.linear(var).plus(self.linear(length).scaled(-1))
+        return diff.value
 
     def _label(self, var, state, subst, depth) -> str:
         """The name of what a ``.shape[i]`` is taken of."""

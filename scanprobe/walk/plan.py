@@ -259,7 +259,7 @@ class ScanPlan(Naming):
         buf.created_site = site or rec.site
         buf.belongs_to, buf.variable = self._belongs_to(rec, role, i, creator, call)
         if outer_out is not None:
-            buf.reads = reads(self, outer_out, buf)
+            buf.reads = reads(self, outer_out, buf, dims[0] if dims else None)
         return buf
 
     def _probe_matches(self, lead, buf):

@@ -29,8 +29,13 @@ def reader_index_vars(plan, outer_out):
     return out
 
 
-def reads(plan, outer_out, buf) -> list[R.Read]:
-    """How the history held by a scan output is read downstream (see ``records.Read``)."""
+def reads(plan, outer_out, buf, lead_var=None) -> list[R.Read]:
+    """How the history held by a scan output is read downstream (see ``records.Read``).
+
+    ``lead_var``: the buffer's leading dim; an index computed at run time is compared with it
+    structurally (``hs[x.shape[0] - 1]``, or the ``switch(i < 0, i + len, i)`` a backend writes
+    for ``hs[-1]``): a constant difference is a row counted from the end.
+    """
     lv = plan.level
     api = plan.api
     lead = buf.dims[0].value if buf.dims else None
@@ -40,10 +45,11 @@ def reads(plan, outer_out, buf) -> list[R.Read]:
     # The scan output itself holds the whole buffer in Theano; in PyTensor too. Steps are
     # counted from the end, so an index k < 0 on any view that keeps the end reads row lead+k.
     # end: the view still ends at the buffer's last row (so a negative index counts from it)
-    stack = [(outer_out, 0, rows0, False, 0, True)]
+    # whole: the view has the buffer's length (the output itself, its dimshuffles)
+    stack = [(outer_out, 0, rows0, False, 0, True, True)]
     seen = set()
     while stack:
-        v, axis, rows, via_ds, depth, end = stack.pop()
+        v, axis, rows, via_ds, depth, end, whole = stack.pop()
         if id(v) in seen or depth > 12:
             continue
         seen.add(id(v))
@@ -76,7 +82,8 @@ def reads(plan, outer_out, buf) -> list[R.Read]:
                         reads.append(R.Read("recent", opname, f"last {-s.start} rows", via_ds, site))
                         continue
                     keeps_end = end and s.stop is None and s.step in (None, 1)
-                    stack.append((node.outputs[0], axis - dropped, new_rows, via_ds, depth + 1, keeps_end))
+                    whole_view = whole and s.start in (None, 0) and s.stop is None and s.step in (None, 1)
+                    stack.append((node.outputs[0], axis - dropped, new_rows, via_ds, depth + 1, keeps_end, whole_view))
                     continue
                 i = lv.value(ent) if not isinstance(ent, int) else ent
                 if isinstance(i, int):
@@ -93,17 +100,22 @@ def reads(plan, outer_out, buf) -> list[R.Read]:
                     else:
                         reads.append(R.Read("opaque", opname, f"index {i}", via_ds, site))
                 else:
-                    reads.append(R.Read("opaque", opname, "index computed at run time", via_ds, site))
+                    k = _from_end(lv, ent, lead_var) if whole else None
+                    if k is not None and k < 0:
+                        kind = "recent" if -k <= buf.needed_rows else "rows"
+                        reads.append(R.Read(kind, opname, f"index {k} from the end (computed at run time)", via_ds, site))
+                    else:
+                        reads.append(R.Read("opaque", opname, "index computed at run time", via_ds, site))
                 continue
             if opname == "DimShuffle" and pos == 0:
                 order = list(op.new_order)
                 if axis in order:
-                    stack.append((node.outputs[0], order.index(axis), rows, True, depth + 1, end))
+                    stack.append((node.outputs[0], order.index(axis), rows, True, depth + 1, end, whole))
                 else:
                     reads.append(R.Read("recent", opname, "time axis dropped", True, site))
                 continue
             if opname in _PASS_THROUGH:
-                stack.append((node.outputs[0], axis, rows, via_ds, depth + 1, end))
+                stack.append((node.outputs[0], axis, rows, via_ds, depth + 1, end, whole))
                 continue
             if plan.b.is_scan(node):
                 kind, sname = _role_in_scan(plan, node, pos)
@@ -111,6 +123,16 @@ def reads(plan, outer_out, buf) -> list[R.Read]:
                 continue
             reads.append(R.Read("computation", f"{type(op).__name__}{'{' + _op_name(op) + '}' if hasattr(op, 'scalar_op') else ''}", _rows_str(rows), via_ds, site))
     return reads
+
+
+def _from_end(lv, index, lead_var):
+    """``index - length`` of the buffer when it is a constant, else None."""
+    if lead_var is None or index is None or isinstance(index, int):
+        return None
+    try:
+        return lv.relative(lv._resolve_shapes(index), lv._resolve_shapes(lead_var))
+    except Exception:  # noqa: BLE001 - an index scanprobe cannot read structurally
+        return None
 
 
 def _rows_str(rows) -> str:

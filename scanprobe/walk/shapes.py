@@ -137,22 +137,23 @@ class LazyShapes:
                 if step is None:
                     continue
                 if any(_reads(d, inner_vars | set(map(id, inner.memo))) for d in step):
-                    step = self._to_outer(step, a, inner_vars) or self._fallback(outer_out)[1:]
+                    step = self._to_outer(step, a, inner_vars, inner) or self._fallback(outer_out)[1:]
                 out_shape[outer_out] = (length,) + tuple(step)
         return [out_shape.get(o) for o in node.outputs]
 
-    def _to_outer(self, dims, a, inner_vars):
+    def _to_outer(self, dims, a, inner_vars, inner):
         """Step-output dims that read the inner graph (a nested scan's buffer is sized by scalars
-        computed in the step) rewritten on the outer graph: non_sequences are the outer values;
-        a sequence or state is read only through its shape, which is the outer one's without the
-        time axis. None when a dim reads more of the step than that."""
+        computed in the step) rewritten on the outer graph: the shape of an inner variable is
+        replaced by its inferred shape (``inner``: shapes of the inner graph from the outer
+        inputs'), a sequence's or state's shape by the outer one's without the time axis, and a
+        non_sequence by the outer value. None when a dim reads more of the step than that."""
         from scanprobe.backends.graphs import ancestors
 
         api, memo = self.api, self.memo
-        replace = {}
+        values = {}
         for role in ("non_seqs", "shared"):
             for outer, inn in zip(getattr(a, f"outer_in_{role}"), getattr(a, f"inner_in_{role}")):
-                replace[inn] = outer
+                values[inn] = outer
         per_step = {}
         for outer, inn in zip(a.outer_in_seqs, a.inner_in_seqs):
             per_step[inn] = outer
@@ -160,20 +161,41 @@ class LazyShapes:
             for outer, inns in zip(getattr(a, f"outer_in_{role}"), getattr(a, f"inner_in_{role}")):
                 for inn in inns if isinstance(inns, (list, tuple)) else [inns]:
                     per_step[inn] = outer
-        for v in ancestors(list(dims)):
-            node = v.owner
-            if node is not None and isinstance(node.op, api.Shape_i) and node.inputs[0] in per_step:
-                outer_shape = memo.get(per_step[node.inputs[0]])
-                if outer_shape is None:
-                    return None
-                replace[v] = outer_shape[node.op.i + 1]
-        try:
-            new = api.clone_replace(list(dims), replace=replace)
-        except Exception:  # noqa: BLE001 - a node that cannot be rebuilt
-            return None
-        if any(_reads(d, inner_vars) for d in new):
-            return None
-        return tuple(new)
+        dims = list(dims)
+        for _ in range(8):
+            replace = dict(values)
+            for v in ancestors(dims):
+                node = v.owner
+                if node is None or not isinstance(node.op, (api.Shape, api.Shape_i)) \
+                        or id(node.inputs[0]) not in inner_vars:
+                    continue
+                src = node.inputs[0]
+                if src in per_step:
+                    shp = memo.get(per_step[src])
+                    shp = tuple(shp[1:]) if shp is not None else None
+                elif src.owner is not None:
+                    shp = inner(src)
+                    if shp is not None and any(d.owner is not None and isinstance(d.owner.op, api.Shape_i)
+                                               and d.owner.inputs[0] is src for d in shp):
+                        shp = None  # nothing inferred: the shape of the value itself
+                else:
+                    shp = None
+                if shp is None:
+                    continue
+                if isinstance(node.op, api.Shape_i):
+                    replace[v] = shp[node.op.i]
+                else:
+                    replace[v] = api.T.stack([api.T.cast(d, "int64") for d in shp]) if shp else v
+            try:
+                new = api.clone_replace(dims, replace=replace)
+            except Exception:  # noqa: BLE001 - a node that cannot be rebuilt
+                return None
+            if not any(_reads(d, inner_vars) for d in new):
+                return tuple(new)
+            if all(a_ is b_ for a_, b_ in zip(new, dims)):
+                return None
+            dims = list(new)
+        return None
 
     def _inner_leaves(self, a) -> dict:
         """Inner inputs of a scan -> shapes in terms of the outer graph."""

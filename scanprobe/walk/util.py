@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
+#: Scalar op classes that one backend names differently from the others (Aesara).
+_ALIASES = {"ScalarMaximum": "Maximum", "ScalarMinimum": "Minimum"}
+
+
 def _op_name(op) -> str:
+    """The name of what an op computes: its scalar op's for elementwise ops (``Add``)."""
     scalar = getattr(op, "scalar_op", None)
-    if scalar is not None:
-        return type(scalar).__name__
-    return type(op).__name__
+    name = type(scalar).__name__ if scalar is not None else type(op).__name__
+    return _ALIASES.get(name, name)
 
 
 def _type_str(var) -> str:
