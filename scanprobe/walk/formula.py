@@ -49,7 +49,7 @@ class _Lin:
 
     @classmethod
     def atom(cls, text, nonneg=False, key=None):
-        key = key if key is not None else ("text", text)
+        """An atom; ``key``: its interned structural key (``Formulas._atom_key``)."""
         return cls(0, {key: 1}, {key: text}, {key} if nonneg else ())
 
     @property
@@ -60,9 +60,11 @@ class _Lin:
     def value(self):
         return self.const if not self.terms else None
 
-    def canon(self):
-        """A structural key of the whole form (equal canons: equal values)."""
-        return ("lin", self.const, tuple(sorted(self.terms.items(), key=repr)))
+    def canon(self, table: dict) -> int:
+        """A structural key of the whole form (equal canons: equal values), interned in ``table``
+        to a small int: nested keys would expand shared sub-graphs into trees."""
+        key = ("lin", self.const, tuple(sorted(self.terms.items())))
+        return table.setdefault(key, len(table))
 
     def scaled(self, k):
         return _Lin(self.const * k, {t: c * k for t, c in self.terms.items()}, self.texts, self.nn)
@@ -91,9 +93,10 @@ class _Lin:
         return t if len(self.terms) + (1 if self.const else 0) <= 1 and not t.startswith("-") else f"({t})"
 
 
-def _expr(name, parts, text, nonneg=False):
+def _expr(table, name, parts, text, nonneg=False):
     """A non-linear atom: ``name`` applied to ``parts`` (their canons make its key)."""
-    return _Lin.atom(text, nonneg, key=(name,) + tuple(p.canon() for p in parts))
+    key = (name,) + tuple(p.canon(table) for p in parts)
+    return _Lin.atom(text, nonneg, key=table.setdefault(key, len(table)))
 
 
 class Formulas:
@@ -148,19 +151,19 @@ class Formulas:
         if not subst:
             key = self.skey(var)
             if key in state["names"]:
-                return _Lin.atom(state["names"][key], nonneg=True, key=("name", key))
+                return _Lin.atom(state["names"][key], nonneg=True, key=self._atom_key(("name", key)))
             val = self._values.get(var)
             if isinstance(val, int) and (depth > 0 or state["known"]):
                 return _Lin(val)
         node = var.owner
         if node is None:
-            return _Lin.atom(self.w.label_of(var, self), key=("var", self.skey(var)))
+            return _Lin.atom(self.w.label_of(var, self), key=self._atom_key(("var", self.skey(var))))
         memo = state.setdefault("memo", {})
         key = (id(subst), id(var))
         if key in memo:  # shape graphs share sub-graphs: each is read once
             return memo[key]
         if state["budget"] <= 0 or depth > state["depth"]:
-            return _Lin.atom("…", key=("elided", id(var)))
+            return _Lin.atom("…", key=self._atom_key(("elided", id(var))))
         lin = self._node_term(node, var, state, subst, depth)
         state["budget"] -= len(lin.text())
         memo[key] = lin
@@ -168,6 +171,7 @@ class Formulas:
 
     def _node_term(self, node, var, state, subst, depth) -> _Lin:
         api, op = self.api, node.op
+        table = self.w._skey_intern
         name = _op_name(op)
         tname = type(op).__name__
 
@@ -177,7 +181,7 @@ class Formulas:
         if isinstance(op, api.Shape_i):
             src = node.inputs[0]
             return _Lin.atom(f"{self._label(src, state, subst, depth)}.shape[{op.i}]", nonneg=True,
-                             key=("shape", self._key(src, state, subst, depth), op.i))
+                             key=self._atom_key(("shape", self._key(src, state, subst, depth), op.i)))
         if tname in _PASS or name in _PASS:
             return arg(0)
         if isinstance(op, api.Subtensor) and node.inputs[0].owner is not None and isinstance(
@@ -188,7 +192,7 @@ class Formulas:
                 src = node.inputs[0].owner.inputs[0]
                 base = self._label(src, state, subst, depth)
                 return _Lin.atom(f"{base}.shape[{i if i is not None else '?'}]", nonneg=True,
-                                 key=("shape", self._key(src, state, subst, depth), i))
+                                 key=self._atom_key(("shape", self._key(src, state, subst, depth), i)))
         if name == "Composite":  # fused scalar arithmetic: read its inner graph with these rules
             comp = getattr(op, "scalar_op", op)
             inner = comp.fgraph
@@ -212,8 +216,8 @@ class Formulas:
                 return _Lin(k)
             if len(rest) == 1:
                 return rest[0].scaled(k)
-            rest.sort(key=lambda p: repr(p.canon()))
-            return _expr("Mul", rest, " * ".join(p.atomic() for p in rest), all(p.nonneg for p in rest)).scaled(k)
+            rest.sort(key=lambda p: p.canon(table))
+            return _expr(table, "Mul", rest, " * ".join(p.atomic() for p in rest), all(p.nonneg for p in rest)).scaled(k)
         if name in ("Maximum", "Minimum"):
             a, b = arg(0), arg(1)
             if a.value is not None and b.value is not None:
@@ -227,7 +231,7 @@ class Formulas:
                 return a
             word = "max" if name == "Maximum" else "min"
             nonneg = (a.nonneg or b.nonneg) if name == "Maximum" else (a.nonneg and b.nonneg)
-            return _expr(name, sorted([a, b], key=lambda p: repr(p.canon())), f"{word}({a.text()}, {b.text()})", nonneg)
+            return _expr(table, name, sorted([a, b], key=lambda p: p.canon(table)), f"{word}({a.text()}, {b.text()})", nonneg)
         if name in _COMPARE:
             a, b = arg(0), arg(1)
             if a.value is not None and b.value is not None:
@@ -235,7 +239,7 @@ class Formulas:
             # a size compared with a constant <= 0: decided
             if a.nonneg and b.value is not None and b.value <= 0 and name in ("LT", "GE") and not (name == "LT" and b.value > 0):
                 return _Lin(1 if name == "GE" else 0)
-            return _expr(name, [a, b], f"{a.atomic()} {_COMPARE[name]} {b.atomic()}", nonneg=True)
+            return _expr(table, name, [a, b], f"{a.atomic()} {_COMPARE[name]} {b.atomic()}", nonneg=True)
         if name == "Switch":
             c = arg(0)
             if c.value is not None:
@@ -243,7 +247,7 @@ class Formulas:
             a, b = arg(1), arg(2)
             if a.text() == b.text():
                 return a
-            return _expr("Switch", [c, a, b], f"({a.text()} if {c.text()} else {b.text()})", a.nonneg and b.nonneg)
+            return _expr(table, "Switch", [c, a, b], f"({a.text()} if {c.text()} else {b.text()})", a.nonneg and b.nonneg)
         if name in ("IntDiv", "TrueDiv", "Mod"):
             a, b = arg(0), arg(1)
             if a.value is not None and b.value not in (None, 0):
@@ -252,7 +256,7 @@ class Formulas:
             if b.value == 1 and name != "Mod":
                 return a
             sym = {"IntDiv": "//", "TrueDiv": "/", "Mod": "%"}[name]
-            return _expr(name, [a, b], f"{a.atomic()} {sym} {b.atomic()}", a.nonneg and b.nonneg)
+            return _expr(table, name, [a, b], f"{a.atomic()} {sym} {b.atomic()}", a.nonneg and b.nonneg)
         if name in ("AND", "OR", "Invert"):
             parts = [arg(i) for i in range(len(node.inputs))]
             if all(p.value is not None for p in parts):
@@ -260,17 +264,21 @@ class Formulas:
                 return _Lin(int(v))
             word = {"AND": " and ", "OR": " or "}.get(name)
             if word:
-                return _expr(name, parts, "(" + word.join(p.text() for p in parts) + ")", nonneg=True)
-            return _expr(name, parts, f"not {parts[0].atomic()}", nonneg=True)
+                return _expr(table, name, parts, "(" + word.join(p.text() for p in parts) + ")", nonneg=True)
+            return _expr(table, name, parts, f"not {parts[0].atomic()}", nonneg=True)
         if name in ("Ceil", "Floor", "Abs"):
             a = arg(0)
-            return a if a.value is not None else _expr(name, [a], f"{name.lower()}({a.text()})", name == "Abs" or a.nonneg)
-        return _Lin.atom(f"{tname}(...)", key=("op", self.skey(var) if not subst else id(var)))
+            return a if a.value is not None else _expr(table, name, [a], f"{name.lower()}({a.text()})", name == "Abs" or a.nonneg)
+        return _Lin.atom(f"{tname}(...)", key=self._atom_key(("op", self.skey(var) if not subst else id(var))))
+
+    def _atom_key(self, key: tuple) -> int:
+        table = self.w._skey_intern
+        return table.setdefault(("atom",) + key, len(table))
 
     def _key(self, var, state, subst, depth):
         """A structural key of what a ``.shape[i]`` is taken of."""
         if id(var) in subst:
-            return subst[id(var)].canon()
+            return subst[id(var)].canon(self.w._skey_intern)
         return ("v", self.skey(var))
 
     def linear(self, var) -> _Lin:
