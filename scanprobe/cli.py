@@ -62,6 +62,10 @@ def _run(work, fmt="text", color=None):
     except ScanprobeError as err:
         render_error(err, fmt, sys.stdout, sys.stderr, color)
         sys.exit(err.exit_code)
+    except KeyboardInterrupt:  # Ctrl-C: an error (2), not "findings" (1)
+        err = ScanprobeError("interrupted (Ctrl-C): nothing was reported", hint="run the command again to finish it")
+        render_error(err, fmt, sys.stdout, sys.stderr, color)
+        sys.exit(err.exit_code)
     except Exception as exc:  # a bug of scanprobe's: one line, exit 2, traceback on request
         if os.environ.get("SCANPROBE_DEBUG"):
             raise
@@ -101,6 +105,9 @@ _inputs = click.option(
     help="Shape of an explicit input, e.g. x=2000x3x32x32:float32; a scalar's value, e.g. n=1024.",
 )
 _color = click.option("--color/--no-color", default=None, help="Default: colour on a terminal only.")
+_load_timeout = click.option(
+    "--timeout", "load_timeout", type=click.FloatRange(min=0, min_open=True), default=600, show_default=True,
+    help="Seconds for running the module, compiling and analysing (nothing of yours is run beyond the import).")
 
 
 def _format(command):
@@ -128,7 +135,9 @@ def main():
 @click.option("--html", "html_path", metavar="PATH", help="Also write a self-contained HTML report (graph included).")
 @click.option("--full-formulas", is_flag=True,
               help="Keep every symbolic size whole (long ones are otherwise shown as <size from ...>).")
-def inspect_cmd(spec, backend, mode, inputs, fmt, include_library, color, exit_zero, html_path, full_formulas):
+@_load_timeout
+def inspect_cmd(spec, backend, mode, inputs, fmt, include_library, color, exit_zero, html_path, full_formulas,
+                load_timeout):
     """Report every scan buffer of the functions FILE compiles, predicted without running them.
 
     FILE runs as an import (code under `if __name__ == "__main__":` does not); each function it
@@ -139,7 +148,7 @@ def inspect_cmd(spec, backend, mode, inputs, fmt, include_library, color, exit_z
 
     def work(progress):
         report = run_inspect(spec, backend, mode, inputs, include_library, progress, pictures=bool(html_path),
-                             full_formulas=full_formulas)
+                             full_formulas=full_formulas, timeout=load_timeout)
         if html_path:
             from scanprobe.report import html
 
@@ -157,7 +166,9 @@ def inspect_cmd(spec, backend, mode, inputs, fmt, include_library, color, exit_z
 @_mode
 @_inputs
 @click.option("--runs", type=click.IntRange(1), default=3, show_default=True, help="Timed calls after a warm-up.")
-@click.option("--timeout", type=float, default=600, show_default=True, help="Seconds before the run is stopped.")
+@click.option("--timeout", type=float, default=600, show_default=True,
+              help="Seconds for the calls of one target's function (loading and compiling are not counted: "
+                   "they stop after 600 s of their own).")
 @click.option("--memory-limit", metavar="SIZE", help="e.g. 8GiB: refuse to start above it (predicted), stop above it (measured).")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
 @click.option("--no-node-profile", is_flag=True, help="Skip the profiled twin run (per-node and per-buffer figures).")
@@ -193,7 +204,8 @@ def profile_cmd(spec, backend, mode, inputs, runs, timeout, memory_limit, device
 @_format("check")
 @click.option("--exit-zero", is_flag=True, default=None, help="Exit 0 even with findings.")
 @click.option("--run", "run_too", is_flag=True, help="Also run each file's targets (in a child) and check measured peaks.")
-def check_cmd(files, max_buffer, max_peak, select, ignore, backend, mode, inputs, fmt, exit_zero, run_too):
+@_load_timeout
+def check_cmd(files, max_buffer, max_peak, select, ignore, backend, mode, inputs, fmt, exit_zero, run_too, load_timeout):
     """Check FILEs against the rules and budgets, statically (nothing is run): for CI.
 
     Settings come from [tool.scanprobe] in the nearest pyproject.toml (max-buffer, max-peak,
@@ -216,6 +228,7 @@ def check_cmd(files, max_buffer, max_peak, select, ignore, backend, mode, inputs
         if exit_zero is not None:
             settings.exit_zero = exit_zero
         settings.run = run_too
+        settings.timeout = load_timeout
         return run_check(files, settings, inputs, progress)
 
     result = _run(work)
@@ -230,12 +243,13 @@ def check_cmd(files, max_buffer, max_peak, select, ignore, backend, mode, inputs
 @_backend
 @_mode
 @_inputs
-def graph_cmd(spec, output, backend, mode, inputs):
+@_load_timeout
+def graph_cmd(spec, output, backend, mode, inputs, load_timeout):
     """Draw a target's optimized graph: scans as clusters with their inner graphs, buffers
     labelled with their predicted bytes, removable full-history buffers (SP001) in red."""
     from scanprobe.commands.graph import run_graph
 
-    info = _run(lambda progress: run_graph(spec, output, backend, mode, inputs, progress))
+    info = _run(lambda progress: run_graph(spec, output, backend, mode, inputs, progress, load_timeout))
     click.echo(f"wrote {info['output']}: {info['target']}, {info['nodes']} nodes, {info['buffers']} scan buffers")
 
 
@@ -245,7 +259,9 @@ def graph_cmd(spec, output, backend, mode, inputs):
 @_mode
 @_inputs
 @click.option("--runs", type=click.IntRange(1), default=3, show_default=True)
-@click.option("--timeout", type=float, default=600, show_default=True)
+@click.option("--timeout", type=float, default=600, show_default=True,
+              help="Seconds for the calls of one target's function, original or fixed (loading and compiling "
+                   "are not counted: they stop after 600 s of their own).")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
               help="cuda: rerun both functions on the GPU (PyTensor's JAX linker).")
 @_format("fix")

@@ -26,3 +26,9 @@ class UserCodeError(ScanprobeError):
 
 class NothingCompiled(ScanprobeError):
     """The module ran and compiled no function (an error for inspect, a skip for check)."""
+
+
+class Timeout(BaseException):
+    """Raised in the main thread when loading or analysing a module passes ``--timeout``.
+
+    A BaseException, so that the user's own ``except Exception`` does not swallow it."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -42,9 +43,14 @@ def parse_input_spec(text: str) -> InputSpec:
     except ValueError:
         if len(parts) == 1:
             try:
-                return InputSpec(name, None, float(parts[0]), dtype, text)
+                value = float(parts[0])
             except ValueError:
-                pass
+                value = None
+            if value is not None:
+                if not math.isfinite(value):
+                    raise ScanprobeError(f"--input {text!r}: a scalar input's value must be a finite number",
+                                         hint=hint) from None
+                return InputSpec(name, None, value, dtype, text)
         raise ScanprobeError(f"bad shape {shape!r} in --input {text!r}", hint=hint) from None
     if any(d < 0 for d in dims):
         raise ScanprobeError(f"negative dimension in --input {text!r}", hint=hint)
@@ -69,11 +75,12 @@ def knowledge_for(cap, fgraph_inputs, module_inputs: dict, specs: list[InputSpec
         given = [k for k in module_inputs if k in candidates]
         used.update(f"SCANPROBE_INPUTS:{k}" for k in given)
         if given:
-            value = np.asarray(module_inputs[given[0]])
+            value = _as_input(module_inputs[given[0]], dtype, ndim, f"SCANPROBE_INPUTS[{given[0]!r}]", label)
             out[i] = (value, tuple(value.shape), "SCANPROBE_INPUTS")
         test_value = getattr(getattr(user_var, "tag", None), "test_value", None)
         if test_value is not None and i not in out:
-            out[i] = (np.asarray(test_value), tuple(np.shape(test_value)), "test value")
+            value = _as_input(test_value, dtype, ndim, "its test value", label)
+            out[i] = (value, tuple(value.shape), "test value")
         for spec in specs:
             if spec.name not in candidates:
                 continue
@@ -90,6 +97,11 @@ def knowledge_for(cap, fgraph_inputs, module_inputs: dict, specs: list[InputSpec
                         f"--input {spec.text}: input {label} is a scalar; give its value",
                         hint=f"write --input {label}=VALUE, e.g. --input {label}=1024",
                     )
+                if np.dtype(dtype).kind in "iu" and not float(value).is_integer():
+                    raise ScanprobeError(
+                        f"--input {spec.text}: input {label} is {dtype}; {value:g} is not an integer",
+                        hint=f"give a whole number, e.g. --input {label}={int(value)}",
+                    )
                 out[i] = (np.asarray(value, dtype=dtype), (), "--input")
             else:
                 if spec.dims is None or len(spec.dims) != ndim:
@@ -99,3 +111,22 @@ def knowledge_for(cap, fgraph_inputs, module_inputs: dict, specs: list[InputSpec
                     )
                 out[i] = (None, spec.dims, "--input")
     return out
+
+
+def _as_input(value, dtype: str, ndim, where: str, label: str):
+    """A given value as the input's dtype: cast where numpy casts within the same kind (float64 to
+    float32, a Python int to int32), else an error naming the input (a float for an integer)."""
+    arr = np.asarray(value)
+    if ndim is not None and arr.ndim != ndim:
+        raise ScanprobeError(
+            f"{where} for input {label} has {arr.ndim} dimension(s), the input {ndim}",
+            hint=f"give input {label} an array of {ndim} dimension(s)",
+        )
+    if dtype and arr.dtype != np.dtype(dtype):
+        if not np.can_cast(arr.dtype, np.dtype(dtype), casting="same_kind"):
+            raise ScanprobeError(
+                f"{where} for input {label} is {arr.dtype}, which does not cast to the input's {dtype}",
+                hint=f"give input {label} a {dtype} value (e.g. np.asarray(value, dtype='{dtype}'))",
+            )
+        arr = arr.astype(dtype)
+    return arr

@@ -9,6 +9,7 @@ user's code calls the function.
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect as pyinspect
 import os
 import sys
@@ -19,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scanprobe.errors import ScanprobeError, UserCodeError
+from scanprobe.errors import ScanprobeError, Timeout, UserCodeError
 from scanprobe.records import Site
 
 _ARRAY_LIKE_MSG = "Expected an array-like object, but found a Variable"
+_THIS_FILE = os.path.realpath(__file__)
 
 
 def _library_roots() -> list[str]:
@@ -204,6 +206,7 @@ class CaptureSession:
         self.functions: list[Captured] = []
         self.scan_calls: list[ScanCall] = []
         self._open_scans: list[int] = []
+        self._shared_sites: dict = {}
         self.module: types.ModuleType | None = None
         self._lib_roots = _library_roots()
         self._backend_root = ""
@@ -211,15 +214,33 @@ class CaptureSession:
 
     # ---------------------------------------------------------------- files
     def is_user_file(self, filename: str) -> bool:
+        """The user's code is every file that is not installed code: not the standard library,
+        not site-packages or a virtual environment, not scanprobe nor the backend. (A project's
+        model code in a sibling folder of the script is the user's.)"""
         if not filename or filename.startswith("<"):
             return False
         real = os.path.realpath(filename)
-        if not real.startswith(self.user_dir + os.sep) and real != str(self.path):
-            return False
+        if real == str(self.path):
+            return True
         if any(real.startswith(r + os.sep) for r in self._lib_roots):
             return False
         parts = real.split(os.sep)
         return not any(p in ("site-packages", "dist-packages") or p.startswith(".venv") for p in parts)
+
+    def _user_frame_behind(self, frame):
+        """The innermost user frame that a library call was made from, or None when the library
+        runs on its own (at its import: the frames between are the import machinery)."""
+        f = frame.f_back
+        while f is not None:
+            name = f.f_code.co_filename
+            if "importlib" in name or name.startswith("<frozen"):
+                return None
+            if self.is_user_file(name):
+                return f
+            if os.path.realpath(name) == _THIS_FILE:  # scanprobe runs the module here
+                return None
+            f = f.f_back
+        return None
 
     def _caller(self, depth: int):
         frame = sys._getframe(depth)
@@ -231,17 +252,24 @@ class CaptureSession:
 
     # ---------------------------------------------------------------- hooks
     def capture_function(self, original, args, kwargs):
+        """A ``function(...)`` call: never compiled here, only recorded (a ``LazyFunction`` links
+        it if the module calls it). Called from the user's code: a target. Called by a library on
+        the user's behalf (a user frame behind it): a target too, named by the user's line.
+        A library compiling its own helper (at its import): recorded as skipped, not analysed
+        unless --include-library. The backend's own compiles (``.eval()``) pass through."""
         caller = self._caller(3)
         filename = caller.f_code.co_filename
         if self.is_user_file(filename):
-            cap = Captured(len(self.functions), "user", args, kwargs, self._frame_site(caller))
-            self.functions.append(cap)
-            return LazyFunction(self, cap)
-        fn = original(*args, **kwargs)
-        if not os.path.realpath(filename).startswith(self.backend.package_dir()):
-            cap = Captured(len(self.functions), "library", args, kwargs, self._frame_site(caller), function=fn)
-            self.functions.append(cap)
-        return fn
+            origin, site = "user", self._frame_site(caller)
+        elif os.path.realpath(filename).startswith(self.backend.package_dir()):
+            return original(*args, **kwargs)
+        else:
+            user = self._user_frame_behind(caller)
+            origin = "framework" if user is not None else "library"
+            site = self._frame_site(user if user is not None else caller)
+        cap = Captured(len(self.functions), origin, args, kwargs, site)
+        self.functions.append(cap)
+        return LazyFunction(self, cap)
 
     def capture_scan(self, original, args, kwargs):
         caller = self._caller(3)
@@ -281,6 +309,18 @@ class CaptureSession:
                     inner.parent = call
             del parent
         return result
+
+    def capture_shared(self, original, args, kwargs):
+        """A user's ``shared(...)``: remember where it was made (to name an unnamed one)."""
+        caller = self._caller(3)
+        var = original(*args, **kwargs)
+        if self.is_user_file(caller.f_code.co_filename):
+            self._shared_sites.setdefault(id(getattr(var, "container", None) or var), self._frame_site(caller))
+        return var
+
+    def shared_site(self, var):
+        """The user's line that made a shared variable, or None."""
+        return self._shared_sites.get(id(getattr(var, "container", None) or var))
 
     def capture_grad(self, original, args, kwargs):
         """A user's ``grad(...)``: the Scan nodes it creates (the backward passes of their scans)
@@ -443,10 +483,10 @@ class CaptureSession:
         real_exit = os._exit
         os._exit = _exit_raises  # the user's os._exit ends the module, not scanprobe
         try:
-            exec(code, module.__dict__)
-        except KeyboardInterrupt:
-            raise
-        except ScanprobeError:
+            # what the module prints goes to stderr: stdout carries scanprobe's report (JSON, SARIF)
+            with contextlib.redirect_stdout(sys.stderr):
+                exec(code, module.__dict__)
+        except (KeyboardInterrupt, Timeout, ScanprobeError):
             raise
         except BaseException as exc:  # noqa: BLE001 - any failure of user code is reported
             raise _user_error(self, exc, f"running {path.name} raised") from None
@@ -481,10 +521,15 @@ class CaptureSession:
         return module
 
     def user_targets(self, include_library=False) -> list[Captured]:
-        return [c for c in self.functions if c.origin == "user" or include_library]
+        return [c for c in self.functions if c.origin in ("user", "framework") or include_library]
+
+    def skipped(self, include_library=False) -> list[Captured]:
+        """Functions compiled by libraries for themselves (not analysed unless asked)."""
+        return [] if include_library else [c for c in self.functions if c.origin == "library"]
 
     def module_inputs(self) -> dict:
-        """The module's ``SCANPROBE_INPUTS`` (a dict, or a callable returning one)."""
+        """The module's ``SCANPROBE_INPUTS``: a dict by name (``'x'``, ``'x#1'``, ``'#0'``), a list
+        or tuple by position, or a callable returning either."""
         if self.module is None:
             return {}
         spec = self.module.__dict__.get("SCANPROBE_INPUTS")
@@ -495,10 +540,13 @@ class CaptureSession:
                 spec = spec()
             except Exception as exc:
                 raise _user_error(self, exc, "SCANPROBE_INPUTS() raised") from None
+        if isinstance(spec, (list, tuple)):  # by position: the i-th explicit input of each target
+            return {f"#{i}": v for i, v in enumerate(spec)}
         if not isinstance(spec, dict):
             raise ScanprobeError(
-                f"SCANPROBE_INPUTS in {self.path.name} is a {type(spec).__name__}, not a dict",
-                hint="set SCANPROBE_INPUTS = {'x': np.zeros((B, D))} (or a function returning such a dict)",
+                f"SCANPROBE_INPUTS in {self.path.name} is a {type(spec).__name__}, not a dict or a list",
+                hint="set SCANPROBE_INPUTS = {'x': np.zeros((B, D))}, or a list of values by position "
+                "(or a function returning either)",
             )
         return spec
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from scanprobe.analysis.history import classify
-from scanprobe.errors import NothingCompiled, ScanprobeError
+from scanprobe.errors import NothingCompiled, ScanprobeError, Timeout
 from scanprobe.results import Report
 from scanprobe.rules import RULES
 
@@ -28,6 +28,19 @@ def split_target(spec: str) -> tuple[Path, str | None]:
         if head and tail and not tail.startswith(("\\", "/")) and not os.path.exists(spec):
             return Path(head), tail
     return Path(spec), None
+
+
+def check_file(path: Path, command: str = "inspect") -> None:
+    """A user file that can be run: it exists, is a file (not a folder) and is Python."""
+    if not path.exists():
+        raise ScanprobeError(f"no such file: {path}",
+                             hint=f"give the path of a Python file: scanprobe {command} model.py[:TARGET]")
+    if path.is_dir():
+        raise ScanprobeError(f"{path} is a directory, not a Python file",
+                             hint=f"give one Python file: scanprobe {command} {path / 'model.py'}[:TARGET]")
+    if path.suffix != ".py":
+        raise ScanprobeError(f"{path.name} is not a Python file",
+                             hint=f"give a .py file: scanprobe {command} model.py")
 
 
 @dataclass
@@ -87,6 +100,51 @@ def _select(targets, wanted: str | None, path: Path):
     )
 
 
+class deadline:
+    """``with deadline(seconds, what):`` raises ``errors.Timeout`` in the main thread after
+    ``seconds`` (a user module that loops forever at import); a no-op without a limit or off the
+    main thread."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.old = None
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        if not self.seconds or threading.current_thread() is not threading.main_thread():
+            return self
+
+        def ring(signum, frame):
+            raise Timeout()
+
+        self.old = signal.signal(signal.SIGALRM, ring)
+        signal.setitimer(signal.ITIMER_REAL, float(self.seconds))
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self.old is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.old)
+        return False
+
+
+class _Steps:
+    """Passes progress on, and remembers the last step (to say where a timeout stopped)."""
+
+    def __init__(self, progress):
+        self.progress = progress
+        self.last = "starting"
+
+    def step(self, text):
+        self.last = text
+        if self.progress is not None:
+            self.progress.step(text)
+
+
 def analyse_module(
     spec: str,
     backend_name: str | None = None,
@@ -97,8 +155,25 @@ def analyse_module(
     settings=None,
     pictures: bool = False,
     full_formulas: bool = False,
+    timeout: float | None = None,
 ) -> Analysis:
-    """Analyse every target of a user module (``FILE[:TARGET]``)."""
+    """Analyse every target of a user module (``FILE[:TARGET]``); loading, compiling and analysis
+    together stop after ``timeout`` seconds with an error that names the step they were in."""
+    steps = _Steps(progress)
+    try:
+        with deadline(timeout):
+            return _analyse_module(spec, backend_name, mode, inputs, include_library, steps, settings, pictures,
+                                   full_formulas)
+    except Timeout:
+        raise ScanprobeError(
+            f"stopped while {steps.last}: still running after --timeout {timeout:g} s",
+            hint="an endless loop or a long computation at import? code under if __name__ == '__main__': does "
+            "not run; raise --timeout if the module needs longer",
+        ) from None
+
+
+def _analyse_module(spec, backend_name, mode, inputs, include_library, progress, settings, pictures,
+                    full_formulas) -> Analysis:
     from scanprobe.backends import resolve
     from scanprobe.inputs import knowledge_for, parse_input_spec
     from scanprobe.loading import CaptureSession
@@ -106,12 +181,7 @@ def analyse_module(
     from scanprobe.walk.walker import analyse
 
     path, wanted = split_target(spec)
-    if not path.exists():
-        raise ScanprobeError(
-            f"no such file: {path}", hint="give the path of a Python file: scanprobe inspect model.py[:TARGET]"
-        )
-    if path.suffix != ".py" and path.is_file():
-        raise ScanprobeError(f"{path.name} is not a Python file", hint="give a .py file: scanprobe inspect model.py")
+    check_file(path)
     specs = [parse_input_spec(s) for s in inputs]
     backend, why = resolve(backend_name, path)
     report = Report(file=str(path), backend=backend.name, backend_why=why)
@@ -139,13 +209,20 @@ def analyse_module(
             f"{path.name} compiled functions only inside libraries ({libs})",
             hint="add --include-library to analyse them",
         )
+    skipped = session.skipped(include_library)
+    if skipped:
+        report.skipped = [f"{c.label} ({c.site.short() if c.site else '?'})" for c in skipped]
+        report.notes.append(
+            f"skipped {len(skipped)} function(s) that libraries compile for themselves: "
+            + ", ".join(report.skipped) + " (--include-library analyses them)"
+        )
     selected = _select(targets, wanted, path)
     module_inputs = session.module_inputs()
     used: set = set()
     analysis = Analysis(report)
     for cap in selected:
         step(f"optimizing {cap.label}")
-        built = backend.built_from_function(cap.function) if cap.origin == "library" else session.build(cap)
+        built = session.build(cap)
         knowledge = knowledge_for(cap, built.fgraph.inputs, module_inputs, specs, used)
         step(f"analysing {cap.label}")
         walked = analyse(backend, built, cap, knowledge, session, full_formulas)
@@ -164,17 +241,35 @@ def analyse_module(
     stray = [k for k in module_inputs if f"SCANPROBE_INPUTS:{k}" not in used]
     if stray:
         report.notes.append(
-            f"SCANPROBE_INPUTS names {', '.join(map(repr, stray))}, which no analysed target takes as an input"
+            f"SCANPROBE_INPUTS names {', '.join(map(repr, stray))}, which no analysed target takes as an input; "
+            + _inputs_text(analysis)
         )
     unused = [s for s in specs if s.text not in used]
     if unused:
-        labels = sorted({lab for cap in selected for lab in cap.explicit_labels()})
-        raise ScanprobeError(
-            f"no input named {unused[0].name!r} in the analysed targets",
-            hint=f"inputs: {', '.join(labels)}" if labels else "the targets take no explicit inputs",
-        )
+        raise ScanprobeError(f"no input named {unused[0].name!r} in the analysed targets", hint=_inputs_text(analysis))
     report.findings.sort(key=lambda f: (-(f.bytes or 0), f.target, f.message))
     return analysis
+
+
+def _inputs_text(analysis) -> str:
+    """The explicit inputs of each target and how to name them (unnamed and duplicate ones too)."""
+    parts = []
+    for live in analysis.live:
+        cap = live.captured
+        labels = cap.explicit_labels()
+        if labels:
+            shown = ", ".join(f"{lab} ({_type_text(v)})" for lab, v in zip(labels, cap.explicit_inputs()))
+            parts.append(f"{live.target.name} takes {shown}")
+    if not parts:
+        return "the targets take no explicit inputs"
+    return ("; ".join(parts) + ": name an input by its label, or by position ('#0'; "
+            "SCANPROBE_INPUTS may also be a list in the order of the inputs)")
+
+
+def _type_text(var) -> str:
+    t = var.type
+    ndim, dtype = getattr(t, "ndim", None), getattr(t, "dtype", "?")
+    return f"{dtype}, {ndim}-d" if ndim is not None else str(t)
 
 
 def analyse_function(backend, fn, args=None, path="<function>"):

@@ -255,6 +255,8 @@ class TargetProfile:
     measured: Measurement | None = None
     device_memory: dict | None = None
     profile: TwinProfile | None = None
+    #: why this target's run did not complete (the others still ran)
+    error: RunError | None = None
 
     @property
     def gaps(self) -> list[str]:
@@ -276,6 +278,8 @@ class TargetProfile:
             out["measured"] = to_plain(self.measured)
         if self.device_memory is not None:
             out["device_memory"] = self.device_memory
+        if self.error is not None:
+            out["error"] = self.error.to_json()
         if self.profile is not None:
             p = to_plain(self.profile)
             for bd, b in zip(p["buffers"], self.profile.buffers):
@@ -302,6 +306,7 @@ class ProfileResult:
             "notes": (self.inspect or {}).get("summary", {}).get("notes", 0),
             "gaps": gaps,
             "refused": [t.name for t in self.targets if t.refused],
+            "failed": [t.name for t in self.targets if t.error is not None],
             "exit_code": 2 if self.error else (1 if findings or gaps else 0),
         }
 
@@ -370,16 +375,34 @@ class TargetFix:
 
     @property
     def status(self) -> str:
-        """verified: equal outputs and every fixed finding gone from the fixed graph;
-        failed: the outputs changed, or a finding the fix was for is still there;
+        """verified: equal outputs, every fixed finding gone from the fixed graph, and memory or
+        time moved as the fixed rules predict; failed: any of those not so (``why_failed``);
         not compared: the run ended before both sides ran."""
         if self.outputs_equal is None:
             return "not compared"
-        if not self.outputs_equal:
-            return "failed"
-        if any(self.after.remaining.get(r) for r in self.rules):
-            return "failed"
-        return "verified"
+        return "failed" if self.why_failed else "verified"
+
+    @property
+    def why_failed(self) -> str:
+        if self.outputs_equal is False:
+            return "the outputs changed"
+        left = [r for r in self.rules if self.after.remaining.get(r)]
+        if left:
+            return f"the fixed graph still has {', '.join(left)}"
+        b, a = self.before, self.after
+        for code in self.rules:
+            rule = by_code(code)
+            moves = rule.fix_moves if rule is not None else ""
+            if moves == "memory":
+                if b.predicted_peak is not None and a.predicted_peak is not None and a.predicted_peak >= b.predicted_peak \
+                        and b.predicted_peak > 0:
+                    return f"{code}: the predicted peak did not go down"
+                if b.measured and a.measured and a.measured.tracemalloc_peak > 1.05 * b.measured.tracemalloc_peak + 65536:
+                    return f"{code}: the measured call's memory went up"
+            elif moves == "time" and b.measured and a.measured:
+                if a.measured.wall_median_s > 1.25 * b.measured.wall_median_s + 0.002:
+                    return f"{code}: the fixed call is slower"
+        return ""
 
     def to_json(self) -> dict:
         return {
@@ -389,7 +412,7 @@ class TargetFix:
             "before": self.before.to_json(),
             "after": dict(self.after.to_json(), remaining_sp001=self.after.remaining.get(_save_mem_rule(), 0)),
             "outputs_equal": self.outputs_equal, "max_abs_diff": self.max_abs_diff, "tolerance": self.tolerance,
-            "site": self.site, "status": self.status,
+            "site": self.site, "status": self.status, "why_failed": self.why_failed,
         }
 
 

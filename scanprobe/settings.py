@@ -21,6 +21,8 @@ class Settings:
     backend: str | None = None
     #: check --run: also profile each file in a child process (measured peaks against max-peak)
     run: bool = False
+    #: seconds for loading, compiling and analysing each file (--timeout)
+    timeout: float | None = None
     source: str = "defaults"
 
     def wants(self, code: str) -> bool:

@@ -129,10 +129,17 @@ def scanprobe(*args, env=None, cwd=None, timeout=600, isolated=False) -> Result:
 
     old = os.getcwd()
     os.chdir(cwd or ROOT)
+    before = set(sys.modules)
     try:
         res = CliRunner().invoke(main, [str(a) for a in args], env=env)
     finally:
         os.chdir(old)
+        # modules the run imported from outside the environment (fixtures' libraries, a
+        # temporary site-packages) are forgotten, as a fresh process would not have them
+        for name in set(sys.modules) - before:
+            path = getattr(sys.modules.get(name), "__file__", None) or ""
+            if path and not path.startswith((sys.prefix, sys.base_prefix, str(ROOT / "scanprobe"))):
+                sys.modules.pop(name, None)
     if res.exception is not None and not isinstance(res.exception, SystemExit):
         raise res.exception
     return Result(res.exit_code, res.stdout, res.stderr)

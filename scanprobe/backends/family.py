@@ -152,8 +152,23 @@ class FamilyBackend(Backend):
         lib = self.api.module
         return [(lib, "grad"), (getattr(lib, "tensor", None), "grad"), (getattr(lib, "gradient", None), "grad")]
 
+    def _shared_homes(self):
+        """(object, attribute) pairs through which users reach ``shared``."""
+        lib = self.api.module
+        return [(lib, "shared"), (getattr(lib, "compile", None), "shared")]
+
     def install_hooks(self, session) -> None:
         api = self.api
+        original_shared = getattr(api.module, "shared", None)
+        if original_shared is not None:
+            def shared(*args, **kwargs):
+                return session.capture_shared(original_shared, args, kwargs)
+
+            shared.__doc__ = original_shared.__doc__
+            shared.__wrapped__ = original_shared
+            for obj, attr in self._shared_homes():
+                if obj is not None and getattr(obj, attr, None) is original_shared:
+                    self._swap(obj, attr, shared)
         original_function = api.function
         original_scan = api.scan
         original_grad = api.grad

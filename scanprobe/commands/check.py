@@ -28,7 +28,8 @@ def run_check(files, settings, inputs=(), progress=None):
                         hint="run scanprobe check once per backend (--backend), each in its own environment",
                     )
                 loaded_backend = backend.name
-            rep = analyse_module(str(path), settings.backend, settings.mode, tuple(inputs), settings=settings).report
+            rep = analyse_module(str(path), settings.backend, settings.mode, tuple(inputs), settings=settings,
+                                 timeout=getattr(settings, "timeout", None)).report
             # check reports and fails on errors and warnings; info notes stay with inspect
             rep.findings = [f for f in rep.findings if f.counts]
             if getattr(settings, "run", False):

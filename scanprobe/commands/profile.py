@@ -45,11 +45,10 @@ def _check_device(device: str, backend_name: str | None) -> None:
 def child_target(spec: str, backend_name: str | None, device: str, command: str):
     """(path, backend name) of a module a command will run in a child, checked: the file
     exists, the backend is resolved, and --device can work here."""
-    from scanprobe.pipeline import split_target
+    from scanprobe.pipeline import check_file, split_target
 
     path, _ = split_target(spec)
-    if not path.exists():
-        raise ScanprobeError(f"no such file: {path}", hint=f"give the path of a Python file: scanprobe {command} model.py[:TARGET]")
+    check_file(path, command)
     if backend_name is None:
         from scanprobe.backends import resolve
 
@@ -88,6 +87,7 @@ def run_profile(
         "device": device,
     }
     data = run_child(child_spec, timeout=timeout, memory_limit=memory_limit, on_step=progress.step if progress else None)
+    data["file"] = str(path)
     targets = [from_plain(TargetProfile, t) for t in data.get("targets", [])]
     return ProfileResult(
         file=str(path), device=device, inspect=data.get("report"), targets=targets, exit=data.get("exit"),
@@ -112,8 +112,8 @@ def run_error(data: dict, timeout, memory_limit, targets=()):
             return RunError(
                 f"refused to run {t.name}: predicted peak {human_bytes(t.predicted_peak)} "
                 f"({' + '.join(t.predicted_parts)}) exceeds {' and '.join(budget)}",
-                "run `scanprobe inspect` to see what holds the memory (SP001 findings can be shrunk), "
-                "or profile a smaller size" + (" or raise --memory-limit" if raise_limit else ""),
+                f"run `scanprobe inspect {data.get('file', 'FILE')}` to see what holds the memory (full-history "
+                "findings can be shrunk), or profile a smaller size" + (" or raise --memory-limit" if raise_limit else ""),
                 "refused",
             )
     if ex.get("killed_for") == "memory":
@@ -127,12 +127,25 @@ def run_error(data: dict, timeout, memory_limit, targets=()):
             f"stopped while {step}: still running after --timeout {timeout:g} s",
             "raise --timeout, or profile a smaller size (a hang in user code ends here too)", "timeout",
         )
+    if ex.get("killed_for") == "load_timeout":
+        return RunError(
+            f"stopped while {step}: loading, compiling and analysing took more than {ex.get('load_timeout', 600):g} s",
+            "an endless loop at import? code under if __name__ == '__main__': does not run", "timeout",
+        )
     if data.get("error"):
         err = data["error"]
         return RunError(
             err["message"], err.get("hint") or "the run failed in your code or its graph; the message says where",
             err.get("kind", "error"), err.get("frames", []), err.get("traceback", ""),
         )
+    failed = [t for t in targets if getattr(t, "error", None) is not None]
+    if failed:  # the first target whose run failed (each carries its own cause)
+        err = failed[0].error
+        if len(failed) > 1 or len(targets) > 1:
+            others = ", ".join(t.name for t in failed[1:])
+            err = RunError(err.message, err.hint + (f"; also failed: {others}" if others else ""), err.kind,
+                           err.frames, err.traceback)
+        return err
     if ex.get("signal"):
         return RunError(
             f"the run crashed with signal {ex['signal']} while {step}",

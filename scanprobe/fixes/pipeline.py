@@ -130,8 +130,8 @@ def fix_target(backend, session, live, fix_plan: Plan, values, runner, knowledge
     """Apply the fixes of ``fix_plan`` (see ``plan``) to one analysed target, prove them by rerunning.
 
     ``live``: the target's (captured call, Built, Target); ``values``: its explicit inputs;
-    ``runner``: an object with ``step(text)`` and ``measure(fn, values) -> Measurement`` (the
-    child's).
+    ``runner``: an object with ``step(text)``, ``timed()`` (a context around calls of the user's
+    function) and ``measure(fn, values) -> Measurement`` (the child's).
     """
     call, built, target = live
     entry = TargetFix(
@@ -165,7 +165,8 @@ def fix_target(backend, session, live, fix_plan: Plan, values, runner, knowledge
 def _run_from(state, fn, values, runner) -> tuple[list, Measurement]:
     """Outputs of one call and the measurements of ``fn``, each starting from the saved state."""
     state.restore()
-    out = outputs(fn, values)
+    with runner.timed():
+        out = outputs(fn, values)
     state.restore()
     measured = runner.measure(fn, values)
     state.restore()

@@ -12,8 +12,14 @@ from scanprobe.contracts import __version__
 
 
 def _location(rep, f):
-    if f.site is not None:
-        return os.path.relpath(f.site.file), f.site.line
+    """Where a finding points: its own site, else its scan's, else its target's compile call."""
+    target = next((t for t in rep.targets if t.name == f.target), None)
+    site = f.site
+    if site is None and target is not None:
+        scan = next((s for s in target.scans if s.name == f.scan and s.site), None)
+        site = scan.site if scan is not None else target.site
+    if site is not None:
+        return os.path.relpath(site.file), site.line
     return os.path.relpath(rep.file), 1
 
 

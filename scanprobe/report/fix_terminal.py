@@ -30,8 +30,7 @@ def render(res, out, color=None) -> None:
         con.print()
         status = _STATUS[f.status]
         if f.status == "failed":
-            status += " (" + ("the outputs changed" if not f.outputs_equal else
-                              "the finding is still there after the fix") + ")"
+            status += f" ({escape(f.why_failed)})"
         con.print(f"[bold cyan]{escape(f.name)}[/] · {' + '.join(f.rules)} · {status}")
         for rw in f.rewrites:
             if rw.form:

@@ -93,7 +93,8 @@ def render(report, out, color=None) -> None:
         colour = {"error": "red", "warning": "yellow", "info": "blue"}
         for f in report.findings:
             c = colour.get(f.severity, "red")
-            con.print(f"[bold {c}]{f.code}[/] [{c}]{f.name}[/] [bold]{escape(f.target)}[/]: {escape(f.message)}")
+            head = "note " if not f.counts else ""  # notes do not count as findings (exit code)
+            con.print(f"[{c}]{head}[/][bold {c}]{f.code}[/] [{c}]{f.name}[/] [bold]{escape(f.target)}[/]: {escape(f.message)}")
             if f.site:
                 con.print(f"    at {escape(f.site.short())}: [dim]{escape(f.site.code)}[/]")
             for line in f.explanation:

@@ -59,6 +59,9 @@ class Rule(ABC):
     name: str = ""
     summary: str = ""
     doc: str = ""
+    #: what a fix of this rule lowers: "memory" (the predicted peak and the measured call) or
+    #: "time" (the measured call); a fix whose figures do not move that way is not a fix
+    fix_moves: str = ""
 
     @abstractmethod
     def check(self, target, verdicts, settings=None) -> list[Finding]:

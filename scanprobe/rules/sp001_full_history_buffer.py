@@ -49,6 +49,7 @@ class FullHistoryBuffer(Rule):
     name = "full-history-buffer"
     summary = "a scan buffer keeps every step although only the last steps are read"
     doc = __doc__
+    fix_moves = "memory"
 
     def check(self, target, verdicts, settings=None):
         findings = []

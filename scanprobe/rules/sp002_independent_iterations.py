@@ -42,6 +42,7 @@ class IndependentIterations(Rule):
     name = "independent-iterations"
     summary = "a scan without recurrent state (a map) that could be one vectorized computation"
     doc = __doc__
+    fix_moves = "time"
 
     def check(self, target, verdicts, settings=None):
         findings = []

@@ -50,6 +50,7 @@ class PerStepBatchWork(Rule):
     name = "per-step-batch-work"
     summary = "each step of a scan over the batch redoes the whole batch's work (O(n_steps^2))"
     doc = __doc__
+    fix_moves = "time"
 
     def check(self, target, verdicts, settings=None):
         findings = []

@@ -9,6 +9,7 @@ a timeout leaves what was measured so far and the step that was running.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import resource
 import statistics
@@ -21,7 +22,7 @@ import numpy as np
 
 from scanprobe.errors import ScanprobeError
 from scanprobe.records import to_plain
-from scanprobe.results import BufferProfile, Measurement, NodeProfile, ScanTime, TargetProfile, TwinProfile
+from scanprobe.results import BufferProfile, Measurement, NodeProfile, RunError, ScanTime, TargetProfile, TwinProfile
 from scanprobe.runners.memory import RssSampler, available_bytes, rss_bytes
 
 
@@ -41,8 +42,21 @@ class Result:
         with open(self.path, "w") as fh:
             json.dump(self.data, fh, default=str)
 
+    @contextlib.contextmanager
+    def timed(self):
+        """Calls of the user's function: the supervisor holds them to --timeout from here."""
+        self.data["running_since"] = time.time()
+        self.save()
+        try:
+            yield
+        finally:
+            self.data["ran_s"] = self.data.get("ran_s", 0.0) + time.time() - self.data["running_since"]
+            self.data["running_since"] = None
+            self.save()
+
     def measure(self, fn, values) -> Measurement:
-        return measure(fn, values, self.runs)
+        with self.timed():
+            return measure(fn, values, self.runs)
 
 
 def values_for(live, specs):
@@ -128,7 +142,7 @@ def measure(fn, values, runs) -> Measurement:
     return m
 
 
-def profiled_twin(live, specs, values) -> TwinProfile:
+def profiled_twin(live, specs, values, result) -> TwinProfile:
     """Per-node and per-buffer figures from a profiled twin on a VM linker.
 
     The user's own function is measured unprofiled; the twin (same mode when its linker is a VM,
@@ -146,7 +160,8 @@ def profiled_twin(live, specs, values) -> TwinProfile:
         walked = analyse(backend, twin, live.captured, knowledge_of(live.session, specs)(live.captured, twin),
                          live.session)
         fn = backend.realize(twin)
-        fn(*values)
+        with result.timed():
+            fn(*values)
     shapes, times = backend.profile_figures(fn)
 
     def nbytes(var):
@@ -218,52 +233,70 @@ def _jax_memory_stats() -> dict | None:
 
 
 def _profile(result, analysis, specs, spec):
-    limit = spec.get("memory_limit")
-    available = available_bytes()
+    """Each target in turn; one that fails is reported with its cause, and the others still run."""
     for live in analysis.live:
-        target = live.target
-        entry = TargetProfile(name=target.name, available=available, memory_limit=limit)
+        entry = TargetProfile(name=live.target.name, available=available_bytes(), memory_limit=spec.get("memory_limit"))
         result.data["targets"].append(entry.to_json())
-
-        def save():
-            result.data["targets"][-1] = entry.to_json()
-            result.save()
-
-        values = values_for(live, specs)
-        entry.predicted_peak, entry.predicted_parts = predicted_peak(target, values)
-        budget = min(x for x in (available, limit) if x) if (available or limit) else None
-        if budget is not None and entry.predicted_peak > budget:
-            entry.refused = True
-            save()
-            continue
-        if _is_jax(spec, target):
-            import importlib.util
-
-            if importlib.util.find_spec("jax") is None:
-                raise ScanprobeError(
-                    f"{target.name}: the JAX linker (--mode JAX, --device cuda) needs jax, and jax is not installed",
-                    hint="pip install jax (with CUDA: pip install 'jax[cuda12]') in this environment",
-                )
-        result.step(f"compiling {target.name}")
-        t0 = time.perf_counter()
         try:
-            fn = live.session.realize(live.captured)
-            entry.link_seconds = time.perf_counter() - t0
-            result.data["rss_baseline"] = rss_bytes()  # --memory-limit counts from here
-            result.step(f"running {target.name}")
-            entry.measured = measure(fn, values, spec.get("runs", 3))
-        except Exception as exc:
-            if _is_jax(spec, target):
-                raise ScanprobeError(_jax_failure(exc, target), hint=_JAX_HINT) from None
-            raise
-        if _is_jax(spec, target):
-            entry.device_memory = _jax_memory_stats()
+            _profile_target(result, live, specs, spec, entry)
+        except ScanprobeError as err:
+            entry.error = RunError(err.message, err.hint or "", "error", [to_plain(f) for f in err.frames])
+        except MemoryError:
+            entry.error = RunError(f"MemoryError while {result.data['step']}",
+                                   "the call ran out of memory: shrink what `scanprobe inspect` reports (full-history "
+                                   "findings), or profile a smaller size", "memory")
+        except Exception as exc:  # noqa: BLE001 - the user's function failed: said, and on to the next
+            text = str(exc).splitlines()[0] if str(exc) else ""
+            entry.error = RunError(f"{type(exc).__name__} while {result.data['step']}: {text}",
+                                   "the run failed in your code or its graph; the message says where", "error",
+                                   traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:]))
+        result.data["targets"][-1] = entry.to_json()
+        result.save()
+    result.step("done")
+
+
+def _profile_target(result, live, specs, spec, entry):
+    target = live.target
+
+    def save():
+        result.data["targets"][-1] = entry.to_json()
+        result.save()
+
+    values = values_for(live, specs)
+    entry.predicted_peak, entry.predicted_parts = predicted_peak(target, values)
+    limit, available = entry.memory_limit, entry.available
+    budget = min(x for x in (available, limit) if x) if (available or limit) else None
+    if budget is not None and entry.predicted_peak > budget:
+        entry.refused = True
         save()
-        if spec.get("node_profile", True):
-            result.step(f"profiling {target.name}")
-            entry.profile = profiled_twin(live, specs, values)
-            save()
-        result.step("done")
+        return
+    if _is_jax(spec, target):
+        import importlib.util
+
+        if importlib.util.find_spec("jax") is None:
+            raise ScanprobeError(
+                f"{target.name}: the JAX linker (--mode JAX, --device cuda) needs jax, and jax is not installed",
+                hint="pip install jax (with CUDA: pip install 'jax[cuda12]') in this environment",
+            )
+    result.step(f"compiling {target.name}")
+    t0 = time.perf_counter()
+    try:
+        fn = live.session.realize(live.captured)
+        entry.link_seconds = time.perf_counter() - t0
+        result.data["rss_baseline"] = rss_bytes()  # --memory-limit counts from here
+        result.step(f"running {target.name}")
+        entry.measured = result.measure(fn, values)
+    except Exception as exc:
+        if _is_jax(spec, target):
+            raise ScanprobeError(_jax_failure(exc, target), hint=_JAX_HINT) from None
+        raise
+    if _is_jax(spec, target):
+        entry.device_memory = _jax_memory_stats()
+    save()
+    if spec.get("node_profile", True):
+        result.step(f"profiling {target.name}")
+        entry.profile = profiled_twin(live, specs, values, result)
+        save()
 
 
 def _fix(result, analysis, specs, spec):

@@ -13,8 +13,10 @@ import time
 from scanprobe.runners.memory import rss_bytes
 
 
-def run_child(spec: dict, timeout: float, memory_limit: int | None, on_step=None) -> dict:
-    """Start ``scanprobe.runners.child``; kill it past ``timeout`` or above ``memory_limit`` RSS.
+def run_child(spec: dict, timeout: float, memory_limit: int | None, on_step=None, load_timeout: float = 600) -> dict:
+    """Start ``scanprobe.runners.child``; kill it when a run of the user's function passes
+    ``timeout`` (counted from the start of that target's calls, which the child reports), when
+    loading, compiling and analysing pass ``load_timeout``, or above ``memory_limit`` RSS.
 
     Returns the child's result file contents plus ``exit``: {"code", "signal", "killed_for",
     "peak_rss"}. The user's code never runs in this process.
@@ -45,10 +47,13 @@ def run_child(spec: dict, timeout: float, memory_limit: int | None, on_step=None
                 # --memory-limit bounds what the run adds, counted from the child's level just
                 # before it calls the target (the interpreter, backend and compile are not the run)
                 baseline = current.get("rss_baseline")
+                running_since = current.get("running_since")
                 if memory_limit and baseline is not None and rss - baseline > memory_limit:
                     killed_for = "memory"
-                elif time.monotonic() - t0 > timeout:
+                elif running_since is not None and time.time() - running_since > timeout:
                     killed_for = "timeout"
+                elif running_since is None and time.monotonic() - t0 - current.get("ran_s", 0.0) > load_timeout:
+                    killed_for = "load_timeout"
                 if killed_for:
                     try:
                         os.killpg(proc.pid, signal.SIGKILL)
@@ -70,6 +75,7 @@ def run_child(spec: dict, timeout: float, memory_limit: int | None, on_step=None
         "killed_for": killed_for,
         "peak_rss": peak,
         "rss_baseline": data.get("rss_baseline"),
+        "load_timeout": load_timeout,
         "seconds": time.monotonic() - t0,
     }
     data["log_tail"] = log_text[-2000:]

@@ -41,17 +41,19 @@ class Evaluation:
     #: Sizes given to inputs of unknown shape when probing (primes, so no accidental equality).
     PROBES = (1009, 1511)
 
-    def probe(self, vars_):
-        """Values of ``vars_`` under two made-up sizes for every input of unknown shape.
+    def probe(self, vars_, free=()):
+        """Values of ``vars_`` under two made-up sizes for every input of unknown shape (and for
+        every scalar of ``free``: sizes the graph cannot compute, freed by ``opened``).
 
-        Used only to recognise a leading dimension of n_steps + k when the real sizes are not
-        given: if lead - n_steps is the same k under both probes while n_steps changes, the
-        buffer holds one row per step whatever the inputs. No figure from a probe is reported.
+        Used only to recognise relations that hold whatever the sizes: a leading dimension of
+        n_steps + k (if lead - n_steps is the same k under both probes while n_steps changes, the
+        buffer holds one row per step), an index counted from the end. No figure from a probe is
+        reported.
         """
         results = []
         for size in self.PROBES:
             known = dict(self.known)
-            for var in list(self.known) + list(self.fg.inputs):
+            for var in list(self.known) + list(self.fg.inputs) + list(free):
                 value, shape, source = known.get(var, (None, None, "unknown"))
                 if value is None and shape is None:
                     ndim = getattr(var.type, "ndim", None)
@@ -61,6 +63,20 @@ class Evaluation:
                         known[var] = (None, (size,) * ndim, "probe")
             results.append(self._evaluate(list(vars_), known))
         return results
+
+    def opened(self, var):
+        """``var`` with every size it reads that cannot be computed (the shape of a value made
+        by an op scanprobe never runs) replaced by a free scalar: (new var, the free scalars)."""
+        api = self.api
+        var = self._resolve_shapes(var)
+        free = {}
+        for node in _ancestor_nodes([var]):
+            if isinstance(node.op, api.Shape_i) and node.inputs[0].owner is not None \
+                    and self._evaluable(node.outputs[0], self.known) is None:
+                free[node.outputs[0]] = node.outputs[0].type()
+        if not free:
+            return var, []
+        return api.clone_replace(var, replace=free), list(free.values())
 
     def _evaluate(self, todo, known):
         """Values of the scalars ``todo`` that can be computed safely (see ``_evaluable``).

@@ -123,8 +123,9 @@ class ScanPlan(Naming):
         parts = [p for p in (self.info.name or "scan_fn").split("&") if not p.startswith("grad_of_")]
         calls = [c for c in self.w.session.scan_calls if c is not None]
         parent = self.level.parent_call
-        if self.level.parent is not None:
-            calls = [c for c in calls if parent is not None and c.parent is parent]
+        # a top-level scan is made by a call outside any step; a nested one by a call in its
+        # enclosing scan's step
+        calls = [c for c in calls if c.parent is parent] if (parent is not None or self.level.parent is None) else []
         for part in parts or [(self.info.name or "scan_fn").split("&")[0][len("grad_of_"):]]:
             hits = [c for c in calls if (c.name or "scan_fn") == part]
             if hits and len({(h.site.file, h.site.line) for h in hits}) == 1:

@@ -126,12 +126,21 @@ def reads(plan, outer_out, buf, lead_var=None) -> list[R.Read]:
 
 
 def _from_end(lv, index, lead_var):
-    """``index - length`` of the buffer when it is a constant, else None."""
+    """``index - length`` of the buffer when it is the same constant whatever the sizes, else None:
+    structurally (linear forms), else by probing (the difference under two made-up sizes, with
+    sizes the graph cannot compute freed: a backend writes ``hs[-1]`` as a switch over the length)."""
     if lead_var is None or index is None or isinstance(index, int):
         return None
     try:
-        return lv.relative(lv._resolve_shapes(index), lv._resolve_shapes(lead_var))
-    except Exception:  # noqa: BLE001 - an index scanprobe cannot read structurally
+        k = lv.relative(lv._resolve_shapes(index), lv._resolve_shapes(lead_var))
+        if k is not None:
+            return k
+        T = lv.api.T
+        diff, free = lv.opened(T.cast(index, "int64") - T.cast(lead_var, "int64"))
+        a, b = lv.probe([diff], free)
+        ka, kb = a.get(diff), b.get(diff)
+        return ka if isinstance(ka, int) and ka == kb else None
+    except Exception:  # noqa: BLE001 - an index scanprobe cannot read
         return None
 
 

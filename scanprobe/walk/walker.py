@@ -119,4 +119,7 @@ class GraphWalker:
             return name
         if getattr(var, "name", None):
             return var.name
+        site = self.session.shared_site(var)
+        if site is not None:  # an unnamed shared variable: where the user made it
+            return f"shared({site.short()})"
         return f"<{_type_str(var)}>"
