@@ -223,6 +223,11 @@ class Backend(ABC):
         """(inputs, outputs) of a Scan's inner graph that may be cloned (thawed where frozen)."""
 
     @abstractmethod
+    def run_inner_graph(self, node):
+        """(inputs, outputs) of the inner graph a Scan really runs (optimized in the op's own mode),
+        without linking it."""
+
+    @abstractmethod
     def is_user_opaque(self, op) -> bool:
         """Whether an op is an OpFromGraph the user made (not one the backend's rewrites made)
         that is not inlined."""

@@ -399,6 +399,46 @@ class FamilyBackend(Backend):
     def inner_graph(self, node):
         return list(self._inner_inputs(node.op)), list(self._inner_outputs(node.op))
 
+    def run_inner_graph(self, node):
+        """(inputs, outputs) of the inner graph a Scan runs: optimized the way the op itself does
+        when it is linked (its own mode, not the outer function's: in FAST_COMPILE a nested scan
+        still gets save-mem inside), stopped before linking. Where the outer optimization has
+        already optimized the inner graph (PyTensor >= 3.2: linking only), that graph."""
+        op = node.op
+        fn = op.__dict__.get("_fn") or op.__dict__.get("fn")
+        if fn is not None and hasattr(fn, "maker"):  # linked already (the module called the function)
+            return list(fn.maker.fgraph.inputs), list(fn.maker.fgraph.outputs)
+        if hasattr(op, "compile_fn") and hasattr(op, "link_mode"):
+            return self.inner_graph(node)
+        maker_cls = self.api.FunctionMaker
+        original_create = maker_cls.__dict__["create"]
+
+        def create(maker, *a, **kw):
+            raise _StopBeforeLink(maker, a, kw)
+
+        maker_cls.create = create
+        own_fgraph = op.__dict__.get("fgraph")
+        try:
+            with self.without_traces():
+                if isinstance(getattr(type(op), "fn", None), property):  # PyTensor <= 3.1, Aesara
+                    if own_fgraph is not None:  # the property optimizes op.fgraph in place: a copy
+                        op.__dict__["fgraph"] = own_fgraph.clone()
+                    op.fn
+                else:  # Theano: make_thunk compiles with the op's mode_instance
+                    mode = getattr(op, "mode_instance", None) or self.api.get_mode(None)
+                    ins, outs = self.inner_graph(node)
+                    self.api.function(ins, outs, mode=mode, on_unused_input="ignore", accept_inplace=True)
+        except _StopBeforeLink as stop:
+            fg = stop.maker.fgraph
+            return list(fg.inputs), list(fg.outputs)
+        except Exception:  # noqa: BLE001 - the op cannot be prepared here: its graph as it stands
+            return self.inner_graph(node)
+        finally:
+            maker_cls.create = original_create
+            if own_fgraph is not None:
+                op.__dict__["fgraph"] = own_fgraph
+        return self.inner_graph(node)
+
     def infer_shape(self, node, shapes):
         # PyTensor < 3.3 and Aesara: infer_shape(fgraph, node, shapes); Theano and PyTensor 3.3:
         # infer_shape(node, shapes). Decided per op class from the method's own signature.

@@ -132,7 +132,7 @@ class PyTensorBackend(FamilyBackend):
         return hasattr(getattr(op, "fgraph", None), "unfreeze")
 
     def inner_graph(self, node):
-        if self._frozen(node.op):
+        if self._frozen(node.op):  # thawed: the walk builds and compiles on top of it
             args = self.scan_roles(node, thawed=True)
             return list(args.inner_inputs), list(args.inner_outputs)
         return list(node.op.inner_inputs), list(node.op.inner_outputs)

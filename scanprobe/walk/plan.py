@@ -279,7 +279,9 @@ class ScanPlan(Naming):
         """Analyse scans nested in this scan's inner graph, with what the outer level knows."""
         if not any(n.owner is not None and self.b.is_scan(n.owner) for n in ancestors(self.info.inner_outputs)):
             return
-        inner_in, inner_out = self.b.inner_graph(self.node)
+        # the inner graph the scan runs: optimized in the scan op's own mode (the outer mode is not
+        # the inner one: a FAST_COMPILE function's nested scans still get save-mem inside)
+        inner_in, inner_out = self.b.run_inner_graph(self.node)
         fg = GraphView(inner_in, inner_out)
         known = {}
         lv = self.level

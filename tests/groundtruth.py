@@ -1,0 +1,146 @@
+"""Ground truth: the scan buffers a backend really allocates when a function runs.
+
+Every size test compares scanprobe's prediction with what this records, never with scanprobe's
+own earlier output. Two views, both from a real call:
+
+- ``hooked(...)``: every Scan node's thunk is wrapped (``Scan.make_thunk``), so each run of a
+  scan, nested ones included, records the outer buffers it receives (mit_mot, mit_sot, sit_sot,
+  untraced) and the per-step outputs it allocates (nit_sot). Works with the VM linkers (Python,
+  C, CVM), where scans are thunks.
+- ``evaluated(...)``: for a function on any linker (PyTensor's NUMBA too), the top-level scans'
+  buffer variables of the optimized graph are computed by the function's own linker and their
+  shapes read (the scan's allocations inside numba code follow those inputs).
+
+Records: {"scan": name, "nested": depth, "role", "index", "shape", "dtype"}.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+ROLES = ("mit_mot", "mit_sot", "sit_sot", "nit_sot", "shared")
+
+
+def _role_of(backend, node):
+    """[(role, index, outer input index or None, outer output index or None)] of a Scan node."""
+    a = backend.scan_roles(node)
+    out = []
+    pos_in = {id(v): k for k, v in enumerate(node.inputs)}
+    pos_out = {id(v): k for k, v in enumerate(node.outputs)}
+    for role in ROLES:
+        ins = getattr(a, f"outer_in_{role}")
+        outs = getattr(a, f"outer_out_{role}")
+        for i, v in enumerate(ins):
+            if role == "nit_sot":
+                o = outs[i] if i < len(outs) else None
+                out.append(("nit_sot", i, None, pos_out.get(id(o)) if o is not None else None))
+            elif getattr(v.type, "dtype", None) is not None:
+                out.append(("untraced" if role == "shared" else role, i, pos_in.get(id(v)), None))
+    return out
+
+
+@contextlib.contextmanager
+def hooked(backend):
+    """Record every scan buffer of the calls made inside the ``with`` (records appended to the
+    yielded list, first run of each Scan node only)."""
+    Scan = backend.api.Scan
+    original = Scan.make_thunk
+    records: list = []
+    depth = [0]
+    seen = set()
+
+    def make_thunk(self, node, storage_map, compute_map, no_recycling, impl=None):
+        thunk = original(self, node, storage_map, compute_map, no_recycling, impl)
+        ins = [storage_map[v] for v in node.inputs]
+        outs = [storage_map[v] for v in node.outputs]
+        roles = _role_of(backend, node)
+        name = backend.scan_info(self).name or "scan_fn"
+
+        def wrapped(*args, **kwargs):
+            first = id(node) not in seen
+            seen.add(id(node))
+            here = depth[0]
+            if first:
+                for role, i, k_in, _ in roles:
+                    if k_in is not None and ins[k_in][0] is not None:
+                        arr = np.asarray(ins[k_in][0])
+                        records.append({"scan": name, "nested": here, "role": role, "index": i,
+                                        "shape": list(arr.shape), "dtype": str(arr.dtype)})
+            depth[0] += 1
+            try:
+                result = thunk(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+            if first:
+                for role, i, _, k_out in roles:
+                    if k_out is not None and outs[k_out][0] is not None:
+                        arr = np.asarray(outs[k_out][0])
+                        records.append({"scan": name, "nested": here, "role": role, "index": i,
+                                        "shape": list(arr.shape), "dtype": str(arr.dtype)})
+            return result
+
+        for attr in ("inputs", "outputs", "lazy", "perform"):
+            if hasattr(thunk, attr):
+                setattr(wrapped, attr, getattr(thunk, attr))
+        return wrapped
+
+    Scan.make_thunk = make_thunk
+    try:
+        yield records
+    finally:
+        Scan.make_thunk = original
+
+
+def evaluated(backend, fn, values):
+    """Top-level scan buffers of a compiled function's optimized graph, computed by its own
+    linker (outer buffer inputs; nit_sot outputs) for ``values``."""
+    fg = fn.maker.fgraph
+    wanted, meta = [], []
+    for node in fg.toposort():
+        if not backend.is_scan(node):
+            continue
+        name = backend.scan_info(node.op).name or "scan_fn"
+        for role, i, k_in, k_out in _role_of(backend, node):
+            var = node.inputs[k_in] if k_in is not None else node.outputs[k_out] if k_out is not None else None
+            if var is None:
+                continue
+            wanted.append(var)
+            meta.append((name, role, i))
+    if not wanted:
+        return []
+    inputs = [v for v, inp in zip(fg.inputs, fn.maker.inputs) if not hasattr(v, "get_value")]
+    probe = backend.compile(inputs, wanted, mode=fn.maker.mode, accept_inplace=True, on_unused_input="ignore")
+    arrays = probe(*values)
+    return [{"scan": n, "nested": 0, "role": r, "index": i, "shape": list(np.shape(a)), "dtype": str(np.asarray(a).dtype)}
+            for (n, r, i), a in zip(meta, arrays)]
+
+
+def predicted(report_target) -> list:
+    """The same records from a scanprobe ``records.Target`` (None shapes where symbolic)."""
+    depth = {}
+    for s in report_target.scans:
+        depth[s.id] = 0 if s.parent is None else depth.get(s.parent, 0) + 1
+    out = []
+    for s in report_target.scans:
+        for b in s.buffers:
+            out.append({"scan": s.name, "nested": depth[s.id], "role": b.role, "index": b.index,
+                        "shape": list(b.shape) if b.shape is not None else None, "dtype": b.dtype})
+    return out
+
+
+def compare(pred: list, real: list) -> list:
+    """Mismatches between predicted and real buffers (matched by scan name, nesting, role, index)."""
+    problems = []
+    real_by = {}
+    for r in real:
+        real_by.setdefault((r["scan"], r["nested"], r["role"], r["index"]), r)
+    for p in pred:
+        r = real_by.get((p["scan"], p["nested"], p["role"], p["index"]))
+        if r is None:
+            continue  # a buffer the run never allocated (a scan that did not run, a removed output)
+        if p["shape"] != r["shape"] or p["dtype"] != r["dtype"]:
+            problems.append(f"{p['scan']} (depth {p['nested']}) {p['role']} #{p['index']}: "
+                            f"predicted {p['shape']} {p['dtype']}, really {r['shape']} {r['dtype']}")
+    return problems

@@ -1,0 +1,59 @@
+"""Every predicted size against what the backend really allocates when the function runs.
+
+Fixtures in the shapes that went wrong on real models (tests/fixtures/truth/): a flattened token
+matrix, BPTT of an RNN-RBM-style recurrence, a library-style LSTM layer with truncate_gradient, a
+while-scan read at [-1], nested scans with a random state, reductions over the history, an
+unused output, tap windows. Each runs in FAST_COMPILE and the backend's default mode, with 2,
+300 and 5,000 steps; the buffers the run allocates are recorded (tests/groundtruth.py) and
+every predicted one must equal them.
+"""
+
+import os
+
+import pytest
+from groundtruth import compare, evaluated, hooked, predicted
+
+from conftest import FIXTURES
+
+TRUTH = FIXTURES / "truth"
+FILES = sorted(p.name for p in TRUTH.glob("[!_]*.py"))
+MODES = ["FAST_COMPILE", None]
+STEPS = [2, 300, 5000]
+
+
+def analyse(name, mode, steps, monkeypatch):
+    from scanprobe.pipeline import analyse_module
+
+    monkeypatch.setenv("STEPS", str(steps))
+    return analyse_module(str(TRUTH / name), mode=mode)
+
+
+def run_and_record(live):
+    """The buffers a call of the target allocates: hooked thunks on a VM linker, else the
+    buffer variables computed by the function's own linker."""
+    from scanprobe.runners.child import values_for
+
+    backend = live.backend
+    values = values_for(live, [])
+    linker = live.target.mode.linker.lower()
+    if any(k in linker for k in ("vm", "py", "stack", "loop", "cvm")):
+        with hooked(backend) as records:
+            fn = live.session.realize(live.captured)
+            fn(*values)
+        return records
+    fn = live.session.realize(live.captured)
+    return evaluated(backend, fn, values)
+
+
+@pytest.mark.parametrize("steps", STEPS)
+@pytest.mark.parametrize("mode", MODES, ids=["fast_compile", "default"])
+@pytest.mark.parametrize("name", FILES)
+def test_predicted_buffers_are_what_runs(backend, name, mode, steps, monkeypatch):
+    analysis = analyse(name, mode, steps, monkeypatch)
+    for live in analysis.live:
+        pred = predicted(live.target)
+        assert all(p["shape"] is not None for p in pred), [p for p in pred if p["shape"] is None]
+        real = run_and_record(live)
+        assert real, f"{live.target.name}: no scan ran"
+        problems = compare(pred, real)
+        assert not problems, "\n".join([f"{name} {live.target.name} mode={mode} steps={steps}"] + problems)
