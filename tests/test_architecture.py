@@ -16,7 +16,7 @@ LAYERS = [
     ("walk", "analysis.history"),
     ("rules",),
     ("results", "settings", "inputs"),
-    ("loading",),
+    ("loading", "scancalls"),
     ("fixes",),
     ("pipeline",),
     ("runners",),

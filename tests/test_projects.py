@@ -149,7 +149,7 @@ def test_a_fix_whose_run_times_out_is_not_compared_and_the_report_renders(backen
 def test_exit_while_loading_is_an_error_for_every_command(backend):
     for command in ("inspect", "check"):
         for code in ("0", "5"):
-            res = scanprobe(command, FIXTURES / "exits_at_import.py", "--format", "json", env={"EXIT_CODE": code})
+            res = scanprobe(command, FIXTURES / "bad_exits_at_import.py", "--format", "json", env={"EXIT_CODE": code})
             assert res.rc == 2, (command, code, res)
             assert f"os._exit({code})" in res.err
 
@@ -166,9 +166,9 @@ def test_scalar_values_must_be_finite_and_whole_for_integers(backend):
 
 
 def test_an_endless_loop_at_import_stops_at_the_timeout(backend):
-    res = scanprobe("inspect", FIXTURES / "loops_at_import.py", "--timeout", "3", timeout=120)
+    res = scanprobe("inspect", FIXTURES / "bad_loops_at_import.py", "--timeout", "3", timeout=120)
     assert res.rc == 2, res
-    assert "still running after --timeout 3 s" in res.err and "running loops_at_import.py" in res.err
+    assert "still running after --timeout 3 s" in res.err and "running bad_loops_at_import.py" in res.err
 
 
 def test_ctrl_c_is_an_error_not_findings(backend):
@@ -179,7 +179,7 @@ def test_ctrl_c_is_an_error_not_findings(backend):
 
     from conftest import ROOT, child_env
 
-    proc = subprocess.Popen([sys.executable, "-m", "scanprobe", "inspect", str(FIXTURES / "loops_at_import.py")],
+    proc = subprocess.Popen([sys.executable, "-m", "scanprobe", "inspect", str(FIXTURES / "bad_loops_at_import.py")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(), cwd=ROOT)
     time.sleep(1)
     deadline = time.time() + 120
