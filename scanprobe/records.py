@@ -42,7 +42,9 @@ class Read:
       ``output``       the history is returned by the function
       ``scan_sequence``  another scan reads it step by step as a sequence (e.g. the backward pass)
       ``scan_input``   another scan takes it whole (non-sequence or initial state)
-      ``computation``  an op reads the whole history (a reduction, an elementwise op, ...)
+      ``reduction``    an op reduces over the time axis (a sum, max, product, a dot over time): the
+                       history is read only to be folded into one value per other axis
+      ``computation``  an op reads the whole history (an elementwise op, a reshape, ...)
       ``opaque``       an index scanprobe cannot resolve
     """
 
@@ -75,6 +77,9 @@ class Buffer:
     belongs_to: str = ""
     variable: str = ""
     reads: list[Read] = field(default_factory=list)
+    #: mit_mot: the outer cotangent it starts from is a zero Alloc: "all" (zero at every step),
+    #: "partly" (zero but at the rows a set_subtensor wrote: a loss reading `h[-1]`), else ""
+    zero_fed: str = ""
 
     @property
     def bytes(self) -> int | None:

@@ -48,7 +48,7 @@ def hooked(backend):
     Scan = backend.api.Scan
     original = Scan.make_thunk
     records: list = []
-    depth = [0]
+    within: list = []  # names of the scans whose step is running (the path to a nested scan)
     seen = set()
 
     def make_thunk(self, node, storage_map, compute_map, no_recycling, impl=None):
@@ -61,23 +61,23 @@ def hooked(backend):
         def wrapped(*args, **kwargs):
             first = id(node) not in seen
             seen.add(id(node))
-            here = depth[0]
+            here, path = len(within), "/".join(within)
             if first:
                 for role, i, k_in, _ in roles:
                     if k_in is not None and ins[k_in][0] is not None:
                         arr = np.asarray(ins[k_in][0])
-                        records.append({"scan": name, "nested": here, "role": role, "index": i,
+                        records.append({"scan": name, "nested": here, "within": path, "role": role, "index": i,
                                         "shape": list(arr.shape), "dtype": str(arr.dtype)})
-            depth[0] += 1
+            within.append(name)
             try:
                 result = thunk(*args, **kwargs)
             finally:
-                depth[0] -= 1
+                within.pop()
             if first:
                 for role, i, _, k_out in roles:
                     if k_out is not None and outs[k_out][0] is not None:
                         arr = np.asarray(outs[k_out][0])
-                        records.append({"scan": name, "nested": here, "role": role, "index": i,
+                        records.append({"scan": name, "nested": here, "within": path, "role": role, "index": i,
                                         "shape": list(arr.shape), "dtype": str(arr.dtype)})
             return result
 
@@ -113,34 +113,42 @@ def evaluated(backend, fn, values):
     inputs = [v for v, inp in zip(fg.inputs, fn.maker.inputs) if not hasattr(v, "get_value")]
     probe = backend.compile(inputs, wanted, mode=fn.maker.mode, accept_inplace=True, on_unused_input="ignore")
     arrays = probe(*values)
-    return [{"scan": n, "nested": 0, "role": r, "index": i, "shape": list(np.shape(a)), "dtype": str(np.asarray(a).dtype)}
+    return [{"scan": n, "nested": 0, "within": "", "role": r, "index": i, "shape": list(np.shape(a)), "dtype": str(np.asarray(a).dtype)}
             for (n, r, i), a in zip(meta, arrays)]
 
 
 def predicted(report_target) -> list:
     """The same records from a scanprobe ``records.Target`` (None shapes where symbolic)."""
-    depth = {}
-    for s in report_target.scans:
-        depth[s.id] = 0 if s.parent is None else depth.get(s.parent, 0) + 1
+    by_id = {s.id: s for s in report_target.scans}
+
+    def path(s):
+        names = []
+        while s.parent is not None and s.parent in by_id:
+            s = by_id[s.parent]
+            names.append(s.name)
+        return list(reversed(names))
+
     out = []
     for s in report_target.scans:
+        p = path(s)
         for b in s.buffers:
-            out.append({"scan": s.name, "nested": depth[s.id], "role": b.role, "index": b.index,
+            out.append({"scan": s.name, "nested": len(p), "within": "/".join(p), "role": b.role, "index": b.index,
                         "shape": list(b.shape) if b.shape is not None else None, "dtype": b.dtype})
     return out
 
 
 def compare(pred: list, real: list) -> list:
-    """Mismatches between predicted and real buffers (matched by scan name, nesting, role, index)."""
+    """Mismatches between predicted and real buffers (matched by scan name, the scans it is nested in, role, index)."""
     problems = []
     real_by = {}
     for r in real:
-        real_by.setdefault((r["scan"], r["nested"], r["role"], r["index"]), r)
+        real_by.setdefault((r["scan"], r["within"], r["role"], r["index"]), r)
     for p in pred:
-        r = real_by.get((p["scan"], p["nested"], p["role"], p["index"]))
-        if r is None:
-            continue  # a buffer the run never allocated (a scan that did not run, a removed output)
+        r = real_by.get((p["scan"], p["within"], p["role"], p["index"]))
+        if r is None or p["shape"] is None:
+            continue  # a buffer the run never allocated (a scan that did not run, a removed output),
+            # or one left symbolic (callers check those separately)
         if p["shape"] != r["shape"] or p["dtype"] != r["dtype"]:
-            problems.append(f"{p['scan']} (depth {p['nested']}) {p['role']} #{p['index']}: "
+            problems.append(f"{p['scan']} (in {p['within'] or 'the function'}) {p['role']} #{p['index']}: "
                             f"predicted {p['shape']} {p['dtype']}, really {r['shape']} {r['dtype']}")
     return problems

@@ -83,7 +83,7 @@ def test_truncated_gradient_buffers(backend):
 
 def test_save_mem_excluded_by_the_users_mode(backend):
     rep = report("excluded.py")
-    (f,) = findings(rep)
+    (f,) = [f for f in findings(rep) if "`table`" in f["message"]]
     assert f["target"] == "grad_table"
     assert "`table`" in f["message"] and f["bytes"] == 31 * 30 * 5 * 4
     assert any("excluded by the mode" in e for e in f["explanation"])
@@ -102,5 +102,8 @@ def test_random_state_in_scan_and_targets_in_a_dict(backend):
     rep = report("random_in_scan.py", "--input", "x=20x5")
     names = [t["name"] for t in rep["targets"]]
     assert names == ["fns['FAST_COMPILE']", "fns['FAST_RUN']"]
-    (f,) = findings(rep)
-    assert f["target"] == "fns['FAST_COMPILE']" and "`W`" in f["message"] and f["bytes"] == 21 * 5 * 5 * 8
+    # FAST_COMPILE keeps W's gradient accumulator in full, and computes the gradient with respect
+    # to x that nothing reads (FAST_RUN's scan rewrites drop it)
+    acc, unread = sorted(findings(rep), key=lambda f: -f["bytes"])
+    assert acc["target"] == "fns['FAST_COMPILE']" and "`W`" in acc["message"] and acc["bytes"] == 21 * 5 * 5 * 8
+    assert unread["target"] == "fns['FAST_COMPILE']" and "nothing reads it" in unread["message"]

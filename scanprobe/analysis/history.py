@@ -2,7 +2,8 @@
 
 A buffer *keeps the whole history* when its leading dimension is n_steps + k (k >= 0) of its own
 scan, or of another scan whose length sized it (a gradient scan under truncate_gradient), and it
-holds more rows than the scan's taps need. Backends shrink such buffers with the save-mem
+holds more rows than the scan's taps need, over more steps than the taps reach back (within
+that window every row is read again by a later step). Backends shrink such buffers with the save-mem
 rewrite when every reader of the scan output only reads the last steps; this module says, for
 each full buffer, who reads the history and so whether it could be dropped.
 """
@@ -40,6 +41,11 @@ def _status(scan: Scan, buf: Buffer) -> str:
     if buf.role == "untraced":
         return "reduced"
     lead = buf.dims[0].value if buf.dims else None
+    n = scan.n_steps.value
+    if buf.role != "mit_mot" and n is not None and lead is not None and n <= _window(buf):
+        # within the taps' window: every row but the last is read again by a later step's taps;
+        # save-mem would drop at most the first row (Theano keeps span+1 rows, PyTensor span)
+        return "reduced"
     if buf.leading_offset is not None and (lead is None or lead > buf.needed_rows):
         return "full"
     if lead is not None and scan.n_steps.value is not None:
@@ -47,6 +53,13 @@ def _status(scan: Scan, buf: Buffer) -> str:
     if lead is not None and lead <= buf.needed_rows:
         return "reduced"
     return "unknown"
+
+
+def _window(buf: Buffer) -> int:
+    """Steps a buffer's taps reach back plus the current one: with no more steps than this,
+    there is no history beyond what the recurrence itself reads."""
+    span = max([-t for t in buf.taps if t < 0] + [0])
+    return span + 1
 
 
 def describe_read(r: Read) -> str:
@@ -59,6 +72,8 @@ def describe_read(r: Read) -> str:
         return f"read step by step by scan `{r.scan}`"
     if r.kind == "scan_input":
         return f"passed whole into scan `{r.scan}`"
+    if r.kind == "reduction":
+        return f"folded by {r.op}{at}: {r.detail}"
     if r.kind == "computation":
         return f"read in full by {r.op}{at}"
     if r.kind == "rows":
@@ -92,13 +107,24 @@ def _classify(target: Target, scan: Scan, buf: Buffer) -> BufferVerdict:
         return v
     if not reads:
         v.verdict = "unused"
-        v.why.append("nothing reads this output (FAST_RUN's scan_remove_unused drops such outputs)")
+        v.why.append("nothing reads this output")
+        if target.mode.save_mem:
+            v.why.append("the rewrites of this mode did not drop it")
+        else:
+            v.why.append(target.mode.save_mem_reason + "; the default mode's scan rewrites drop outputs nothing reads")
         return v
     v.verdict = "removable"
     last = sorted({r.detail for r in reads if r.detail})
     v.why.append("only the last steps are read" + (f" ({', '.join(last)})" if last else ""))
     if not target.mode.save_mem:
         v.why.append(target.mode.save_mem_reason)
+    elif scan.as_while and any("run time" in (r.detail or "") for r in reads):
+        v.why.append(
+            "the row is counted from the output's own length, which a while-scan knows only at run "
+            "time, so the save-mem rewrite cannot tell that only the last rows are read"
+        )
+    elif scan.as_while:
+        v.why.append("this backend's save-mem rewrite does not shrink a while-scan's buffers (Theano issue 3122)")
     elif any(r.via_dimshuffle for r in reads):
         v.why.append(
             "a DimShuffle (transpose) stands between the scan output and the index, so the "

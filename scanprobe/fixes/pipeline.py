@@ -18,7 +18,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from scanprobe.analysis.history import classify
-from scanprobe.fixes import per_example, savemem, vectorize
+from scanprobe.fixes import accumulate, per_example, savemem, vectorize
 from scanprobe.fixes.graph_edit import Rewrite, apply
 from scanprobe.fixes.verify import SharedState, compare, outputs
 from scanprobe.records import to_plain
@@ -28,7 +28,8 @@ from scanprobe.walk.walker import analyse
 
 #: Rule code -> the function that finds its graph rewrites, in the order they are tried (a scan
 #: taken by one is not offered to the next).
-FIXERS = {per_example.RULE: per_example.per_example, vectorize.RULE: vectorize.vectorize}
+FIXERS = {per_example.RULE: per_example.per_example, vectorize.RULE: vectorize.vectorize,
+          accumulate.RULE: accumulate.accumulate}
 
 
 def compiled_variables(call):
@@ -86,6 +87,11 @@ class Plan:
         return [r for r in self.rewrites if r.form]
 
     @property
+    def needs_save_mem(self) -> bool:
+        """SP001's fix, or a rewrite that leaves history read only at its last rows (SP006's)."""
+        return self.save_mem or any(r.rule == accumulate.RULE for r in self.applied)
+
+    @property
     def rules(self) -> list[str]:
         return ([savemem.RULE] if self.save_mem else []) + sorted({r.rule for r in self.applied})
 
@@ -111,10 +117,10 @@ def fixed_build(backend, session, call, built, fix_plan: Plan, knowledge_of, mod
     """
     fixed_call = rewritten(backend, call, fix_plan.applied) if fix_plan.applied else call
     mode = built.mode if mode_override is None else backend.resolve_mode(mode_override)[0]
-    if fix_plan.save_mem:
+    if fix_plan.needs_save_mem:
         mode = savemem.fixed_mode(backend, mode)
     fixed = backend.build(fixed_call, mode)
-    fixed.mode_label = built.mode_label + (f" + {backend.save_mem_tag}" if fix_plan.save_mem else "")
+    fixed.mode_label = built.mode_label + (f" + {backend.save_mem_tag}" if fix_plan.needs_save_mem else "")
     target = analyse(backend, fixed, fixed_call, knowledge_of(fixed_call, fixed), session).target
     return fixed_call, fixed, target
 
@@ -221,7 +227,7 @@ def fix_function(backend, session, call, built):
     kwargs = dict(fixed_call.kwargs)
     mode = built.mode
     notes = []
-    if fix_plan.save_mem:
+    if fix_plan.needs_save_mem:
         mode = savemem.fixed_mode(backend, mode)
         notes.append(f"{savemem.RULE}: added {backend.save_mem_tag} (and local_subtensor_of_alloc) to the mode")
     kwargs["mode"] = mode

@@ -78,7 +78,7 @@ def render(report, pictures: dict | None = None) -> str:
         for _, s, b in sorted(rows, key=lambda r: -r[0]):
             v = verdicts.get((b.scan_id, b.role, b.index))
             status = "?" if v is None or v.status == "unknown" else (v.status if v.status != "full" else f"full: {v.verdict}")
-            cls = "removable" if v and v.verdict == "removable" else ("reduced" if v and v.status == "reduced" else "needed")
+            cls = "removable" if v and v.verdict in ("removable", "unused") else ("reduced" if v and v.status == "reduced" else "needed")
             size = human_bytes(b.bytes) if b.bytes is not None else b.bytes_formula()
             parts.append(
                 f"<tr><td>#{s.id}</td><td>{b.role}</td><td>{_e(b.belongs_to)}</td><td>{_e(b.shape_formula())}</td>"

@@ -126,8 +126,8 @@ def _history_cell(v) -> str:
         return "?"
     if v.status == "reduced":
         return "[green]reduced[/]"
-    if v.verdict == "removable":
-        return "[bold red]full: removable[/]"
+    if v.verdict in ("removable", "unused"):
+        return f"[bold red]full: {v.verdict}[/]"
     if v.verdict == "inherent":
         return "[yellow]full: mit_mot[/]"
     return "[yellow]full: needed[/]"

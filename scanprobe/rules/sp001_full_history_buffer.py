@@ -40,6 +40,8 @@ Every fix scanprobe applies is verified by rerunning the function.
 
 from __future__ import annotations
 
+import math
+
 from scanprobe.analysis.sizes import human_bytes
 from scanprobe.rules.base import Rule
 
@@ -54,12 +56,17 @@ class FullHistoryBuffer(Rule):
     def check(self, target, verdicts, settings=None):
         findings = []
         for v in verdicts:
+            if v.status == "full" and v.verdict == "inherent" and v.buffer.zero_fed:
+                note = self._zero_fed(target, v)
+                if note is not None:
+                    findings.append(note)
+                continue
             if v.status == "full" and v.verdict == "needed":
                 note = self._checkpoints(target, v)
                 if note is not None:
                     findings.append(note)
                 continue
-            if v.status != "full" or v.verdict != "removable":
+            if v.status != "full" or v.verdict not in ("removable", "unused"):
                 continue
             buf, scan = v.buffer, v.scan
             lead = buf.dims[0]
@@ -71,7 +78,8 @@ class FullHistoryBuffer(Rule):
             else:
                 rows = f"{length} rows (n_steps = {scan.n_steps.formula})"
             size = human_bytes(buf.bytes) if buf.bytes is not None else buf.bytes_formula()
-            msg = f"{buf.belongs_to} in scan `{scan.name}` keeps every step: {rows}, {size}"
+            unread = " and nothing reads it" if v.verdict == "unused" else ""
+            msg = f"{buf.belongs_to} in scan `{scan.name}` keeps every step{unread}: {rows}, {size}"
             fix = self._fix(target, v)
             findings.append(
                 self.finding(
@@ -84,6 +92,32 @@ class FullHistoryBuffer(Rule):
             )
         return findings
 
+    def _zero_fed(self, target, v):
+        """An info note: a mit_mot buffer that starts as zeros (a cotangent the loss never or
+        barely reads) still costs its n_steps + 1 rows; what would remove it."""
+        buf, scan = v.buffer, v.scan
+        if buf.bytes is None:
+            return None
+        rows = buf.dims[0].value
+        start = ("zeros at every step (nothing outside the scan reads this state)" if buf.zero_fed == "all"
+                 else "zeros but at the rows the loss reads (e.g. a loss on h[-1])")
+        n = max(scan.n_steps.value or 0, (rows or 1) - 1)  # the forward length, under truncate_gradient too
+        fix = ["no backend's rewrites shrink a mit_mot buffer (Theano, PyTensor, Aesara)"]
+        if n and n >= 16 and rows:
+            k = max(2, int(round(math.sqrt(n))))
+            fix.append(f"theano.scan_checkpoints / pytensor.scan.checkpoints.scan_checkpoints on the forward scan "
+                       f"with save_every_N={k} keeps about {math.ceil(n / k) + 1 + k} rows of it: "
+                       f"{human_bytes((math.ceil(n / k) + 1 + k) * (buf.bytes // rows))} (forward steps recomputed)")
+        return self.finding(
+            target,
+            f"{buf.belongs_to} in scan `{scan.name}` keeps {rows} rows ({human_bytes(buf.bytes)}) that start as "
+            f"{start}",
+            severity="info", scan=scan.name, site=buf.created_site or scan.site, bytes=buf.bytes,
+            explanation=[f"buffer: {buf.created_by}, shape ({buf.shape_formula()}) {buf.dtype}",
+                         "the backward pass accumulates the state's gradient through every step in it"],
+            fix=fix,
+        )
+
     def _checkpoints(self, target, v):
         """An info note: what scan_checkpoints would keep of history the backward pass reads."""
         buf, scan = v.buffer, v.scan
@@ -94,7 +128,6 @@ class FullHistoryBuffer(Rule):
         if buf.role not in ("sit_sot", "mit_sot") or not backward:
             return None
         row = buf.bytes // rows
-        import math
 
         choices = sorted({4, 16, max(2, int(round(math.sqrt(n)))), 64} - {n})
         cells = [f"N={k}: {human_bytes((math.ceil(n / k) + 1 + k) * row)}" for k in choices if k < n]
@@ -113,11 +146,21 @@ class FullHistoryBuffer(Rule):
 
     @staticmethod
     def _fix(target, v) -> list[str]:
+        if v.verdict == "unused":
+            return ["return from the step function only the outputs you use"] + (
+                [] if target.mode.save_mem else [
+                    "or compile in a mode that runs the scan rewrites (mode='FAST_RUN', the default): "
+                    "they drop outputs nothing reads"])
         if not target.mode.save_mem:
             return [
                 "compile in a mode that runs the save-mem rewrite: mode='FAST_RUN' (the default), "
                 f"or add it to your own mode: mode.including('{target.mode.save_mem_tag}')"
             ]
+        if v.scan.as_while:
+            if any("run time" in (r.detail or "") for r in v.buffer.reads):
+                return ["index the while-scan's output with a constant (out[-1], not out[out.shape[0] - 1])"]
+            return ["this backend keeps every row of a while-scan: carry what you need in the step's "
+                    "state, or use PyTensor, whose save-mem keeps the last rows of a while-scan"]
         if any(r.via_dimshuffle for r in v.buffer.reads):
             return ["index the scan output before transposing it (out[-1].T rather than out.T[..., -1])"]
         return ["read only the steps you need from the scan output (e.g. out[-1])"]

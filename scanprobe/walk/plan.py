@@ -16,7 +16,7 @@ from scanprobe.walk.steps import StepFacts
 from scanprobe.walk.level import GraphView, Level
 from scanprobe.walk.shapes import LazyShapes
 from scanprobe.walk.util import (
-    _creator, _is_constant, _known_from_outer, _shape_source, _short_input, _strip_to_root, _type_str,
+    _creator, _is_constant, _zero_fed, _known_from_outer, _shape_source, _short_input, _strip_to_root, _type_str,
 )
 
 _ROLES = ("mit_mot", "mit_sot", "sit_sot", "nit_sot", "shared")
@@ -258,6 +258,8 @@ class ScanPlan(Naming):
                 if site:
                     break
         buf.created_site = site or rec.site
+        if role == "mit_mot":
+            buf.zero_fed = _zero_fed(self.api, outer_in)
         buf.belongs_to, buf.variable = self._belongs_to(rec, role, i, creator, call)
         if outer_out is not None:
             buf.reads = reads(self, outer_out, buf, dims[0] if dims else None)
@@ -297,6 +299,16 @@ class ScanPlan(Naming):
             known[inner] = _known_from_outer(lv, outer, drop_first=False)
         for outer, inner in seq_pairs:
             known[inner] = _known_from_outer(lv, outer, drop_first=True)
+        # then the states' taps (mit_mot, mit_sot, sit_sot): a row of the outer buffer each
+        pos = len(a.outer_in_seqs)
+        groups = [(b, len(t)) for b, t in zip(a.outer_in_mit_mot, a.mit_mot_in_slices)]
+        groups += [(b, len(t)) for b, t in zip(a.outer_in_mit_sot, a.mit_sot_in_slices)]
+        groups += [(b, 1) for b in a.outer_in_sit_sot]
+        for outer, n_taps in groups:
+            row = _known_from_outer(lv, outer, drop_first=True)
+            for inner in inner_in[pos: pos + n_taps]:
+                known[inner] = row
+            pos += n_taps
         labels = {}
         for outer, inner in ns_pairs:
             labels[inner] = self._user_label(outer, "non_sequence", 0, None)

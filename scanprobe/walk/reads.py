@@ -121,8 +121,52 @@ def reads(plan, outer_out, buf, lead_var=None) -> list[R.Read]:
                 kind, sname = _role_in_scan(plan, node, pos)
                 reads.append(R.Read(kind, opname, _rows_str(rows), via_ds, site, scan=sname))
                 continue
+            folded = _over_time(api, node, pos, axis)
+            if folded:
+                reads.append(R.Read("reduction", _reduction_name(op), folded, via_ds, site))
+                continue
             reads.append(R.Read("computation", f"{type(op).__name__}{'{' + _op_name(op) + '}' if hasattr(op, 'scalar_op') else ''}", _rows_str(rows), via_ds, site))
     return reads
+
+
+#: scalar ops of a CAReduce that an accumulator in the step can carry (running value, op)
+_FOLDS = {"Add": "sum", "Mul": "product", "Maximum": "max", "ScalarMaximum": "max", "Minimum": "min",
+          "ScalarMinimum": "min", "AND": "all", "OR": "any"}
+
+
+def _reduction_name(op) -> str:
+    scalar = getattr(op, "scalar_op", None)
+    if scalar is not None:
+        return f"{type(op).__name__}{{{type(scalar).__name__}}}"
+    return type(op).__name__
+
+
+def _over_time(api, node, pos, axis) -> str:
+    """``"sum over the steps"`` (etc.) when ``node`` folds input ``pos`` along ``axis`` (the
+    time axis of the history it reads), else ""."""
+    op = node.op
+    name = type(op).__name__
+    scalar = type(getattr(op, "scalar_op", None)).__name__
+    if isinstance(op, api.CAReduce) and scalar in _FOLDS:
+        axes = getattr(op, "axis", None)
+        if axes is None or axis in tuple(axes):
+            return f"{_FOLDS[scalar]} over the steps"
+        return ""
+    if name == "MaxAndArgmax":
+        axes = getattr(op, "axis", None)
+        if axes is None or axis in tuple(axes):
+            return "max over the steps"
+        return ""
+    # dot products: (operand position -> the axis it contracts); BLAS forms put the operands
+    # after the output and scale inputs (gemv(y, a, A, x, b), gemm(Z, a, X, Y, b))
+    operands = {"Dot": (0, 1), "Dot22": (0, 1), "_dot": (0, 1), "Dot22Scalar": (0, 1),
+                "Gemv": (2, 3), "CGemv": (2, 3), "Gemm": (2, 3), "CGemm": (2, 3)}.get(name)
+    if operands is not None and pos in operands:
+        ndim = node.inputs[pos].type.ndim
+        contracted = ndim - 1 if pos == operands[0] else max(ndim - 2, 0)
+        if axis == contracted:
+            return "weighted sum over the steps (a dot product over time)"
+    return ""
 
 
 def _from_end(lv, index, lead_var):

@@ -1,0 +1,218 @@
+"""SP006's fix: a reduction over a scan's history carried as a running value in the step.
+
+For each recurrent state (sit_sot) of a forward scan whose history is folded over time
+(``hs.sum(0)``, ``hs.mean()`` — a sum then a division —, ``hs.prod(0)``, ``hs.max(0)``,
+``hs.min(0)``, ``dot(c, hs)`` with a vector ``c`` over the steps), the scan is rebuilt with one more
+state per fold: ``acc + h_t`` (``acc * h_t``, ``maximum(acc, h_t)``, ``acc + c_t * h_t`` with
+``c`` as a new sequence), and the reduction is replaced by the accumulator's last value (reduced
+over the fold's other axes). The step's own graph is cloned unchanged. With the history now read
+only at its last rows, save-mem (added to the mode by the pipeline) drops it.
+
+Not applied (the reason is reported): while-scans, scans with mit_mot, shared-variable updates or
+random states (their order of draws would change), integer states, reductions of per-step outputs
+(nit_sot) or of a view other than the scan's own output.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scanprobe.fixes.graph_edit import (
+    NotApplicable, Rewrite, _clients, _clone, _constant, _shape_of_map, scan_nodes,
+)
+from scanprobe.rules import rule
+from scanprobe.rules.sp006_reduction_over_history import ReductionOverHistory
+
+RULE = rule(ReductionOverHistory).code
+
+_FOLDS = {"Add": "sum", "Mul": "prod", "Maximum": "max", "ScalarMaximum": "max", "Minimum": "min",
+          "ScalarMinimum": "min"}
+
+
+def _history_view(api, backend, buffer, clients, rows):
+    """The user's view of a state's history: ``buffer[rows:]`` (what scan returns), else None."""
+    for user, pos in clients.get(id(buffer), []):
+        if user == "output" or pos != 0 or not isinstance(user.op, api.Subtensor):
+            continue
+        idx = backend.subtensor_indices(user)
+        if len(idx) == 1 and isinstance(idx[0], slice) and idx[0].stop is None and idx[0].step in (None, 1):
+            start = idx[0].start if isinstance(idx[0].start, int) else _constant(api, idx[0].start)
+            if start == rows:
+                yield user.outputs[0]
+
+
+def _fold(api, node, pos, view, clients):
+    """(kind, other axes or None for all, weight or None) when ``node`` folds ``view`` over axis 0."""
+    op = node.op
+    scalar = type(getattr(op, "scalar_op", None)).__name__
+    if isinstance(op, api.CAReduce) and scalar in _FOLDS and pos == 0:
+        axes = getattr(op, "axis", None)
+        if axes is None:
+            return _FOLDS[scalar], None, None
+        if 0 in tuple(axes):
+            return _FOLDS[scalar], tuple(a - 1 for a in axes if a != 0), None
+        return None
+    if type(op).__name__ == "MaxAndArgmax" and pos == 0 and not clients.get(id(node.outputs[1])):
+        axes = getattr(op, "axis", None)
+        if axes is None or 0 in tuple(axes):
+            return "max", (None if axes is None else tuple(a - 1 for a in axes if a != 0)), None
+        return None
+    if (isinstance(op, api.Dot) or type(op).__name__ in ("Dot22", "_dot")) and pos == 1:
+        weight = node.inputs[0]
+        if weight.type.ndim == 1:
+            return "dot", (), weight
+        # PyTensor writes dot(vector, matrix) as Dot(ExpandDims(vector), matrix): a (1, ...) result
+        w_node = weight.owner
+        if (weight.type.ndim == 2 and w_node is not None and isinstance(w_node.op, api.DimShuffle)
+                and tuple(w_node.op.new_order) == ("x", 0)):
+            return "dot", "row", w_node.inputs[0]
+    return None
+
+
+def _initial(api, buffer, rows):
+    """The initial rows a state's buffer was built from (the value scan wrote into its first
+    rows), so that the rebuilt scan does not read the old buffer."""
+    owner = buffer.owner
+    if owner is not None and isinstance(owner.op, api.IncSubtensor):
+        return owner.inputs[1]
+    return buffer[:rows]
+
+
+def accumulate(backend, outputs, skip=()) -> list[Rewrite]:
+    """SP006's rewrites: every fold over a forward scan's state history carried in the step."""
+    api = backend.api
+    clients = _clients(outputs)
+    skip_ids = {id(n) for n in skip}
+    rewrites = []
+    for node in scan_nodes(api, outputs):
+        info = backend.scan_info(node.op)
+        name = info.name or "scan_fn"
+        if id(node) in skip_ids or name.startswith("grad_of"):
+            continue
+        a = backend.scan_roles(node, thawed=True)
+        folds, shapes = [], []
+        for k, buffer in enumerate(a.outer_out_sit_sot):
+            for view in _history_view(api, backend, buffer, clients, 1):
+                for user, pos in clients.get(id(view), []):
+                    if user == "output":
+                        continue
+                    if type(user.op).__name__ in ("Shape", "Shape_i"):
+                        shapes.append((k, user))  # hs.shape[0] of a mean: from n_steps, not the buffer
+                        continue
+                    found = _fold(api, user, pos, view, clients)
+                    if found:
+                        folds.append((k, user, found))
+        if not folds:
+            continue
+        rw = Rewrite(RULE, name, "", scan_node=node)
+        rewrites.append(rw)
+        try:
+            _rebuild(backend, node, a, info, folds, shapes, rw)
+        except NotApplicable as exc:
+            rw.reason = str(exc)
+        except Exception as exc:  # noqa: BLE001 - the backend refused the rebuilt scan
+            rw.reason = f"rebuilding the scan failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    return rewrites
+
+
+def _rebuild(backend, node, a, info, folds, shapes, rw):
+    api, T = backend.api, backend.api.T
+    if info.as_while:
+        raise NotApplicable("the scan is a while-loop: its last step is only known at run time")
+    for role in ("mit_mot", "shared", "untraced_sit_sot"):
+        if list(getattr(a, f"outer_in_{role}", []) or []):
+            raise NotApplicable(f"the scan carries {role.replace('_', '-')} state; scanprobe rebuilds scans without it")
+    for k, _, _ in folds:
+        if not str(a.outer_in_sit_sot[k].type.dtype).startswith("float"):
+            raise NotApplicable("an integer state: a running value could overflow where the reduction upcasts")
+    n_seq, n_mit, n_sit = len(a.inner_in_seqs), len(a.outer_in_mit_sot), len(a.outer_in_sit_sot)
+    mit_taps = [list(t) for t in a.mit_sot_in_slices]
+    mit_init = [_initial(api, b, -min(t)) for b, t in zip(a.outer_in_mit_sot, mit_taps)]
+    sit_init = [_initial(api, b, 1)[0] for b in a.outer_in_sit_sot]
+    weights = [w for _, _, (_, _, w) in folds if w is not None]
+    acc_init = []
+    for k, _, (kind, _, _) in folds:
+        init = sit_init[k]
+        fill = {"sum": 0.0, "dot": 0.0, "prod": 1.0, "max": -np.inf, "min": np.inf}[kind]
+        acc_init.append(T.alloc(np.asarray(fill, dtype=init.type.dtype), *[init.shape[i] for i in range(init.type.ndim)]))
+    n_mit_args = sum(len(t) for t in mit_taps)
+    inner_mit = [v for group in a.inner_in_mit_sot for v in group]
+
+    def step(*args):
+        args = list(args)
+        seq_args, args = args[:n_seq], args[n_seq:]
+        w_args, args = args[: len(weights)], args[len(weights):]
+        mit_args, args = args[:n_mit_args], args[n_mit_args:]
+        sit_args, args = args[:n_sit], args[n_sit:]
+        acc_args, ns_args = args[: len(folds)], args[len(folds):]
+        replace = dict(zip(a.inner_in_seqs, seq_args))
+        replace.update(zip(inner_mit, mit_args))
+        replace.update(zip(a.inner_in_sit_sot, sit_args))
+        replace.update(zip(a.inner_in_non_seqs, ns_args))
+        outs = _clone(api, list(a.inner_out_mit_sot) + list(a.inner_out_sit_sot) + list(a.inner_out_nit_sot), replace)
+        w_iter = iter(w_args)
+        updates = []
+        for acc, (k, _, (kind, _, w)) in zip(acc_args, folds):
+            h = outs[n_mit + k]
+            if kind == "sum":
+                updates.append(acc + h)
+            elif kind == "prod":
+                updates.append(acc * h)
+            elif kind == "max":
+                updates.append(T.maximum(acc, h))
+            elif kind == "min":
+                updates.append(T.minimum(acc, h))
+            else:
+                updates.append(acc + next(w_iter) * h)
+        return outs + [T.cast(u, acc.type.dtype) for u, acc in zip(updates, acc_args)]
+
+    outputs_info = ([dict(initial=i, taps=t) for i, t in zip(mit_init, mit_taps)] + sit_init
+                    + [None] * len(a.outer_in_nit_sot) + acc_init)
+    result = api.scan(step, sequences=list(a.outer_in_seqs) + weights, outputs_info=outputs_info,
+                      non_sequences=list(a.outer_in_non_seqs), n_steps=node.inputs[0],
+                      truncate_gradient=info.truncate_gradient, name=info.name)
+    outs = result[0] if isinstance(result, tuple) else result
+    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    new_node = _scan_node(api, outs[n_mit + n_sit] if len(outs) > n_mit + n_sit else outs[0])
+    if new_node is None:
+        raise NotApplicable("the rebuilt scan could not be found in its outputs")
+    n_acc = len(folds)
+    old_outs = list(node.outputs)
+    for j, old in enumerate(old_outs):
+        rw.replacements[old] = new_node.outputs[j if j < n_mit + n_sit else j + n_acc]
+    kinds = []
+    for k, user in shapes:
+        rw.replacements[user.outputs[0]] = _shape_of_map(api, user, node.inputs[0], sit_init[k])
+    for f, (k, user, (kind, other, _)) in enumerate(folds):
+        # the buffer's last row (not the view's): save-mem sees one Subtensor, in FAST_COMPILE too
+        last = new_node.outputs[n_mit + n_sit + f][-1]
+        if other is None:
+            value = {"sum": T.sum, "dot": T.sum, "prod": T.prod, "max": T.max, "min": T.min}[kind](last)
+        elif other == "row":
+            value = T.shape_padleft(last)
+        elif other:
+            value = {"sum": T.sum, "dot": T.sum, "prod": T.prod, "max": T.max, "min": T.min}[kind](last, axis=list(other))
+        else:
+            value = last
+        rw.replacements[user.outputs[0]] = T.cast(value, user.outputs[0].type.dtype)
+        kinds.append(f"{kind} of state #{k}")
+    rw.form = "accumulated"
+    rw.detail.append(f"{', '.join(kinds)} carried in the step as a running value; the reduction reads its last step")
+    rw.snippet = (
+        "def step_acc(*args):  # your step, plus the running value as one more state\n"
+        "    h = step(*args[:-1])\n"
+        "    return h, args[-1] + h          # maximum(acc, h) for a max, acc + c_t * h for a dot\n"
+        "(hs, accs), _ = scan(step_acc, ..., outputs_info=[h0, zeros_like(h0)])\n"
+        "total = accs[-1]                    # instead of hs.sum(axis=0)"
+    )
+
+
+def _scan_node(api, var):
+    """The Scan node behind a variable scan returned (through the [1:] view)."""
+    seen = 0
+    while var is not None and var.owner is not None and seen < 6:
+        if isinstance(var.owner.op, api.Scan):
+            return var.owner
+        var = var.owner.inputs[0]
+        seen += 1
+    return None

@@ -1,0 +1,1 @@
+../../sample_graphs/rnn_mean_pool_clean.py

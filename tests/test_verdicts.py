@@ -1,0 +1,128 @@
+"""Verdicts on history, checked on the ground-truth fixtures (tests/fixtures/truth/) on the installed
+backend: what each buffer's history is used for decides what is said about it, and every buffer
+said to be removable is one the backend's own save-mem really shrinks (test_groundtruth checks the
+sizes of the same programs against what runs).
+
+The shapes come from programs where the verdict was wrong: a while-scan read at [-1] (Theano keeps
+every row), an output nothing reads, a backward-pass cotangent that starts as zeros, reductions
+over the whole history (SP006, fixed by accumulating in the step), tap windows longer than the
+run, and a library's own OpFromGraph (softmax) in a step.
+"""
+
+import pytest
+
+from conftest import FIXTURES, scanprobe
+
+TRUTH = FIXTURES / "truth"
+
+
+def _inspect(name, mode="FAST_COMPILE", steps=300, *extra):
+    env = {"STEPS": steps, "TRUTH_MODE": mode or ""}
+    res = scanprobe("inspect", TRUTH / name, "--format", "json", *extra, env=env)
+    assert res.rc in (0, 1), res
+    return res.json()
+
+
+def _buffers(body, target):
+    (t,) = [t for t in body["targets"] if t["name"] == target]
+    return [(s, b) for s in t["scans"] for b in s["buffers"]]
+
+
+def _findings(body, target, code=None):
+    return [f for f in body["findings"] if f["target"] == target and (code is None or f["code"] == code)]
+
+
+@pytest.mark.parametrize("mode", ["FAST_COMPILE", None], ids=["fast_compile", "default"])
+def test_while_scan_read_at_its_end_is_removable_history(backend, mode):
+    """`hs[-1]` and `hs[hs.shape[0] - 1]` of a while-scan read its last row: counted from the
+    output's own length, never "needed". Where the backend keeps every row, SP001 says so."""
+    body = _inspect("while_last.py", mode)
+    for target in ("last", "last_by_length"):
+        for _, b in _buffers(body, target):
+            if b["role"] == "untraced" or b["status"] == "reduced":
+                continue  # this backend's save-mem shrank it
+            assert (b["status"], b["verdict"]) == ("full", "removable"), (target, b["why"])
+            (f,) = _findings(body, target, "SP001")
+            assert "keeps every step" in f["message"]
+            if mode is None:  # save-mem ran and did not shrink it: the reason is the while-loop
+                assert any("while-scan" in line for line in f["explanation"]), f["explanation"]
+
+
+def test_output_nothing_reads_is_unused_and_a_finding(backend):
+    body = _inspect("unused_output.py")
+    verdicts = {(b["role"], b["index"]): b["verdict"] for _, b in _buffers(body, "f")}
+    assert verdicts[("nit_sot", 0)] == "unused"
+    msgs = [f["message"] for f in _findings(body, "f", "SP001")]
+    assert any("per-step output #0" in m and "nothing reads it" in m for m in msgs), msgs
+    text = scanprobe("inspect", TRUTH / "unused_output.py", env={"STEPS": 300, "TRUTH_MODE": "FAST_COMPILE"})
+    assert "full: unused" in text.out and "full: needed" not in text.out
+
+
+def test_mit_mot_that_starts_as_zeros_is_a_note_with_its_bytes(backend):
+    """The LSTM's cell state is not read outside the scan: its backward cotangent is Alloc(0)."""
+    body = _inspect("lstm_layer.py")
+    zero = [(s, b) for s, b in _buffers(body, "train") if b["role"] == "mit_mot" and b["zero_fed"]]
+    assert zero, "no mit_mot fed by zeros"
+    notes = [f for f in _findings(body, "train", "SP001") if f["severity"] == "info" and "start as zeros" in f["message"]]
+    assert len(notes) == len(zero), notes
+    for note, (_, b) in zip(notes, zero):
+        assert note["bytes"] == b["bytes"] and b["verdict"] == "inherent"
+        assert any("scan_checkpoints" in fix for fix in note["fix"]), note["fix"]
+
+
+@pytest.mark.parametrize("mode", ["FAST_COMPILE", None], ids=["fast_compile", "default"])
+def test_reductions_over_history_are_sp006(backend, mode):
+    body = _inspect("reduce_history.py", mode)
+    for target, op in (("total", "sum"), ("mean", "sum"), ("peak", "max"), ("weighted", "dot product")):
+        (f,) = _findings(body, target, "SP006")
+        assert op in f["message"] and f["severity"] == "warning", f["message"]
+        ((_, b),) = [(s, b) for s, b in _buffers(body, target) if b["role"] == "sit_sot"]
+        assert f["bytes"] == b["bytes"] and b["verdict"] == "needed"
+        assert all(r["kind"] in ("reduction", "recent") for r in b["reads"]), b["reads"]
+        assert not _findings(body, target, "SP001")
+
+
+@pytest.mark.parametrize("mode", ["FAST_COMPILE", None], ids=["fast_compile", "default"])
+def test_sp006_fix_accumulates_in_the_step_and_is_verified(backend, mode):
+    env = {"STEPS": 300, "TRUTH_MODE": mode or ""}
+    res = scanprobe("fix", TRUTH / "reduce_history.py", "--runs", "1", "--format", "json", env=env)
+    assert res.rc == 0, res
+    body = res.json()
+    assert sorted(body["summary"]["fixed"]) == ["mean", "peak", "total", "weighted"], body["summary"]
+    for f in body["fixes"]:
+        assert f["rules"] == ["SP006"] and f["outputs_equal"] is True, f
+        assert [r["form"] for r in f["rewrites"]] == ["accumulated"]
+        assert f["after"]["remaining"] == {"SP006": 0}
+        # 301 rows of 4 float64 before; a few rows after
+        assert f["before"]["predicted_peak"] >= 300 * 4 * 8 and f["after"]["predicted_peak"] <= 4 * 4 * 8, f
+
+
+@pytest.mark.parametrize("steps,flagged", [(2, set()), (3, {"sit_sot"}), (300, {"sit_sot", "mit_sot"})])
+def test_tap_window_is_not_history(backend, steps, flagged):
+    """Taps [-2, -1] and [-1]: with no more steps than the taps reach back (plus the current one),
+    every row is read again by a later step; beyond it, the rows are history."""
+    body = _inspect("tap_window.py", "FAST_COMPILE", steps)
+    found = {b["role"] for _, b in _buffers(body, "f") if b["verdict"] == "removable"}
+    assert found == flagged
+    assert len(_findings(body, "f", "SP001")) == len(flagged)
+
+
+def test_library_opfromgraph_in_a_step_is_not_sp005(backend, tmp_path):
+    """A softmax in the step (an OpFromGraph subclass in PyTensor 3) is the library's, not the user's."""
+    src = (FIXTURES / "_backend.py").read_text()
+    (tmp_path / "_backend.py").write_text(src)
+    (tmp_path / "softmax_step.py").write_text(
+        "import numpy as np\n"
+        "from _backend import T, th\n"
+        "x = T.matrix('x', dtype='float64')\n"
+        "sm = T.nnet.softmax if hasattr(T, 'nnet') else T.special.softmax\n"
+        "h = th.scan(lambda r, acc: acc + sm(r.dimshuffle('x', 0))[0], sequences=[x],\n"
+        "            outputs_info=[T.zeros((3,), dtype='float64')])[0]\n"
+        "f = th.function([x], h[-1])\n"
+        "SCANPROBE_INPUTS = {'x': np.ones((5, 3))}\n"
+    )
+    res = scanprobe("inspect", tmp_path / "softmax_step.py", "--format", "json")
+    assert res.rc == 0, res
+    assert not [f for f in res.json()["findings"] if f["code"] == "SP005"]
+    user = scanprobe("inspect", FIXTURES / "ofg_in_scan.py", "--format", "json")
+    assert any(f["code"] == "SP005" for f in user.json()["findings"])
