@@ -7,8 +7,8 @@ tests/test_contracts.py validates every command's JSON against docs/schemas/.
 __version__ = "0.1.0"
 
 #: ``inspect --format json`` and ``check --format json``.
-REPORT_SCHEMA = "scanprobe.report/2"
+REPORT_SCHEMA = "scanprobe.report/3"
 #: ``profile --format json``.
-PROFILE_SCHEMA = "scanprobe.profile/1"
+PROFILE_SCHEMA = "scanprobe.profile/2"
 #: ``fix --format json``.
-FIX_SCHEMA = "scanprobe.fix/2"
+FIX_SCHEMA = "scanprobe.fix/3"

@@ -173,6 +173,9 @@ class ModeInfo:
     save_mem_reason: str = ""
     #: The tag that adds the save-mem rewrite to a mode (``mode.including(tag)``).
     save_mem_tag: str = ""
+    #: Every tag to include for save-mem to shrink buffers in any mode (with the rewrites it needs
+    #: beside it), as written in ``mode.including(...)``.
+    save_mem_including: str = ""
     from_cli: bool = False
 
 

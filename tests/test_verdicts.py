@@ -126,3 +126,14 @@ def test_library_opfromgraph_in_a_step_is_not_sp005(backend, tmp_path):
     assert not [f for f in res.json()["findings"] if f["code"] == "SP005"]
     user = scanprobe("inspect", FIXTURES / "ofg_in_scan.py", "--format", "json")
     assert any(f["code"] == "SP005" for f in user.json()["findings"])
+
+
+def test_unused_output_fix_drops_it_and_is_verified(backend):
+    """SP001's mode fix on an output nothing reads, in FAST_COMPILE: save-mem and the rewrites
+    beside it (the index merge for `hs[-1]`, PyTensor 3's scan_remove_unused) leave a few rows."""
+    env = {"STEPS": 300, "TRUTH_MODE": "FAST_COMPILE"}
+    res = scanprobe("fix", TRUTH / "unused_output.py", "--runs", "1", "--format", "json", env=env)
+    assert res.rc == 0, res
+    (f,) = res.json()["fixes"]
+    assert f["rules"] == ["SP001"] and f["outputs_equal"] is True and f["after"]["remaining"] == {"SP001": 0}
+    assert f["before"]["predicted_peak"] == 301 * 3 * 8 + 300 * 3 * 8 and f["after"]["predicted_peak"] <= 2 * 3 * 8

@@ -21,9 +21,14 @@ _BUILD = threading.local()
 #: op class -> whether its infer_shape takes an fgraph first (see FamilyBackend.infer_shape)
 _TAKES_FGRAPH: dict = {}
 
-#: Added with the save-mem rewrite: shrinks the Alloc that the kept rows are sliced from
-#: (without it, FAST_COMPILE keeps a full-size zero Alloc sliced to the rows kept).
-SLICE_REWRITE = "local_subtensor_of_alloc"
+#: Added with the save-mem rewrite: the first shrinks the Alloc that the kept rows are sliced from
+#: (without it, FAST_COMPILE keeps a full-size zero Alloc sliced to the rows kept); the second
+#: merges `hs[-1]` of `hs = buffer[1:]` into one index on the buffer, the only form save-mem reads
+#: (without it, FAST_COMPILE keeps every row of a state read as `hs[-1]`).
+SLICE_REWRITES = ("local_subtensor_of_alloc", "local_subtensor_merge")
+#: PyTensor >= 3 drops scan outputs nothing reads in a rewrite of its own (older backends' save-mem
+#: does it); added where the backend registers it
+UNUSED_REWRITES = ("scan_remove_unused",)
 
 
 class _StopBeforeLink(Exception):
@@ -320,6 +325,7 @@ class FamilyBackend(Backend):
             save_mem=runs,
             save_mem_reason=reason,
             save_mem_tag=self.save_mem_tag,
+            save_mem_including=", ".join(repr(t) for t in self._save_mem_tags()),
             from_cli=built.from_cli,
         )
 
@@ -334,11 +340,17 @@ class FamilyBackend(Backend):
         return self._save_mem_selected(self._query(mode), "")[0]
 
     def with_save_mem(self, mode):
-        return mode.including(self.save_mem_tag, SLICE_REWRITE)
+        return mode.including(*self._save_mem_tags())
+
+    def _save_mem_tags(self) -> list[str]:
+        """save-mem and the rewrites it needs beside it, those this backend registers."""
+        db = getattr(self.api.optdb, "__db__", None)
+        unused = [t for t in UNUSED_REWRITES if db is not None and t in db]
+        return [self.save_mem_tag, *SLICE_REWRITES, *unused]
 
     def save_mem_code(self, mode_label: str) -> str:
         base = mode_label if not mode_label.startswith("default") else "FAST_RUN"
-        tags = f"{self.save_mem_tag!r}, {SLICE_REWRITE!r}"
+        tags = ", ".join(repr(t) for t in self._save_mem_tags())
         if base.startswith("Mode("):
             return f"your_mode.including({tags})"
         return f"{self.module_name}.compile.mode.get_mode({base!r}).including({tags})"

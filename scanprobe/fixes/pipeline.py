@@ -229,6 +229,6 @@ def fix_function(backend, session, call, built):
     notes = []
     if fix_plan.needs_save_mem:
         mode = savemem.fixed_mode(backend, mode)
-        notes.append(f"{savemem.RULE}: added {backend.save_mem_tag} (and local_subtensor_of_alloc) to the mode")
+        notes.append(f"{savemem.RULE}: added {backend.save_mem_tag} (and the rewrites it needs beside it) to the mode")
     kwargs["mode"] = mode
     return backend.compile(*fixed_call.args, **kwargs), fix_plan, notes

@@ -154,7 +154,7 @@ class FullHistoryBuffer(Rule):
         if not target.mode.save_mem:
             return [
                 "compile in a mode that runs the save-mem rewrite: mode='FAST_RUN' (the default), "
-                f"or add it to your own mode: mode.including('{target.mode.save_mem_tag}')"
+                f"or add it to your own mode: mode.including({target.mode.save_mem_including or repr(target.mode.save_mem_tag)})"
             ]
         if v.scan.as_while:
             if any("run time" in (r.detail or "") for r in v.buffer.reads):
