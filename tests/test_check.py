@@ -15,7 +15,8 @@ CLEAN = [SAMPLES / "seed000_pixel_loop_clean.py", SAMPLES / "rnn_bptt.py", SAMPL
 def test_samples_bad_fail_and_clean_pass(backend):
     res = scanprobe("check", *BAD)
     assert res.rc == 1, res
-    assert res.out.count("SP001") == 2 and f"seed000_pixel_loop.py:{GRAD_LINE}" in res.out
+    # two accumulators (and, where the backend computes it, the unread gradient of the index)
+    assert res.out.count("gradient accumulator") == 2 and f"seed000_pixel_loop.py:{GRAD_LINE}" in res.out
     res = scanprobe("check", *CLEAN)
     assert res.rc == 0, res
     assert "0 findings in 3 files" in res.out
@@ -54,7 +55,7 @@ def test_settings_from_pyproject(backend, tmp_path):
 def test_github_annotations(backend):
     res = scanprobe("check", *BAD, "--format", "github")
     lines = [line for line in res.out.splitlines() if line.startswith("::error ")]
-    assert len(lines) == 2
+    assert len([line for line in lines if "gradient accumulator" in line]) == 2
     assert lines[0].startswith(f"::error file=sample_graphs/seed000_pixel_loop.py,line={GRAD_LINE},title=SP001 full-history-buffer::")
 
 
@@ -68,7 +69,7 @@ def test_sarif_validates_against_the_2_1_0_schema(backend):
     jsonschema.validate(log, schema)
     run = log["runs"][0]
     assert {r["id"] for r in run["tool"]["driver"]["rules"]} >= {"SP001", "SP010", "SP011"}
-    assert [r["ruleId"] for r in run["results"]] == ["SP001", "SP001"]
+    assert {r["ruleId"] for r in run["results"]} == {"SP001"} and len(run["results"]) in (2, 3)
     assert "## Why is this bad?" in run["tool"]["driver"]["rules"][0]["help"]["markdown"]
 
 

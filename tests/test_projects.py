@@ -131,7 +131,7 @@ def test_a_fix_that_leaves_its_finding_is_not_verified(backend, tmp_path):
     left = f["after"]["remaining"]["SP001"]
     assert (f["status"] == "failed") == (left > 0), f
     if backend == "theano":
-        assert left == 2 and "still has SP001" in f["why_failed"] and res.rc == 1 and body["summary"]["fixed"] == []
+        assert left >= 2 and "still has SP001" in f["why_failed"] and res.rc == 1 and body["summary"]["fixed"] == []
         text = scanprobe("fix", tmp_path / "seed.py", "--runs", "1")
         assert "failed: not applied (the fixed graph still has SP001)" in text.out, text
 
@@ -179,8 +179,11 @@ def test_ctrl_c_is_an_error_not_findings(backend):
 
     from conftest import ROOT, child_env
 
+    # as from a terminal: SIGINT at its default (a test run started in the background by a
+    # non-interactive shell, as scripts/test runs legs side by side, inherits it ignored)
     proc = subprocess.Popen([sys.executable, "-m", "scanprobe", "inspect", str(FIXTURES / "bad_loops_at_import.py")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(), cwd=ROOT)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(), cwd=ROOT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(1)
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:  # wait until it is inside the module

@@ -1,6 +1,7 @@
 """Seed 000: the gradient of a per-pixel scan keeps n_steps+1 copies of its non_sequences."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -16,7 +17,9 @@ def test_fast_compile_finds_both_gradient_accumulators(backend):
     res = scanprobe("inspect", SAMPLE, "--mode", "FAST_COMPILE", "--format", "json")
     assert res.rc == 1, res
     rep = res.json()
-    found = findings(rep)
+    # the two accumulators (and, where the backend computes it, the gradient with respect to the
+    # integer index sequence that nothing reads: 512 B, test_verdicts covers unused outputs)
+    found = [f for f in findings(rep) if "nothing reads it" not in f["message"]]
     assert len(found) == 2, found
     messages = " ".join(f["message"] for f in found)
     assert "gradient accumulator of non_sequence `input` (`images`)" in messages
@@ -50,9 +53,10 @@ def test_real_size_predicted_without_allocating(backend, tmp_path):
     rc, peak_kib = map(int, proc.stdout.split()[-2:])
     assert rc == 1, out.read_text()[-2000:]
     rep = json.loads(out.read_text())
-    found = findings(rep)
+    found = [f for f in findings(rep) if "gradient accumulator" in f["message"]]
     assert [f["bytes"] for f in found] == [25_190_400_000, 25_190_400_000]
-    assert rep["summary"]["removable_bytes"] == 50_380_800_000
+    # plus, where the backend computes it, the unread gradient of the index: 1024 x 2 int32
+    assert rep["summary"]["removable_bytes"] in (50_380_800_000, 50_380_800_000 + 1024 * 2 * 4)
     full = [b for b in buffers(rep) if b["verdict"] == "removable"]
     assert all(b["shape"] == [1025, 2000, 3, 32, 32] for b in full)
     assert all("Alloc(0.0, 1025, " in b["created_by"] for b in full)
@@ -76,7 +80,7 @@ def test_fast_run_has_no_finding_and_lists_reduced_buffers(backend):
 def test_module_mode_is_analysed_without_mode_option(backend):
     rep = scanprobe("inspect", SAMPLE, "--format", "json").json()
     assert rep["targets"][0]["mode"]["name"] == "FAST_COMPILE" and not rep["targets"][0]["mode"]["from_cli"]
-    assert len(findings(rep)) == 2
+    assert len([f for f in findings(rep) if "gradient accumulator" in f["message"]]) == 2
     rep = scanprobe("inspect", SAMPLE, "--format", "json", env={"SEED000_MODE": "FAST_RUN"}).json()
     assert findings(rep) == []
 
@@ -93,4 +97,4 @@ def test_terminal_report_names_the_problem(backend):
     assert "SP001" in res.out
     assert "Alloc(0.0, 65, 8, 3, 8, 8)" in res.out
     assert "\x1b[" not in res.out  # plain text in a pipe
-    assert "2 findings" in res.out
+    assert re.search(r"[23] findings", res.out)

@@ -146,6 +146,10 @@ class FullHistoryBuffer(Rule):
 
     @staticmethod
     def _fix(target, v) -> list[str]:
+        if v.verdict == "unused" and v.scan.is_gradient:  # the backend built it: only the mode drops it
+            return ["compile in a mode that runs the scan rewrites (mode='FAST_RUN', the default): they drop "
+                    "gradients nothing reads" + ("" if target.mode.save_mem else
+                                                 f", or add them to your own mode: mode.including({target.mode.save_mem_including})")]
         if v.verdict == "unused":
             return ["return from the step function only the outputs you use"] + (
                 [] if target.mode.save_mem else [

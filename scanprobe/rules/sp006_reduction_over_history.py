@@ -1,8 +1,8 @@
 """SP006 reduction-over-history: a scan keeps every step only to reduce them (sum, mean, max, a dot over time).
 
 ## What it does
-Finds scan buffers that keep one row per step (a recurrent state's or a per-step output's
-history) where the only readers of that history fold it over the time axis: `hs.sum(axis=0)`,
+Finds scan buffers that keep one row per step (a recurrent state's history, or a per-step output
+of a scan with recurrent state; a map's outputs are SP002's and SP003's) where the only readers of that history fold it over the time axis: `hs.sum(axis=0)`,
 `hs.mean()`, `hs.max(axis=0)`, `T.dot(weights, hs)`. Nothing else reads the rows: not the
 function's outputs, not a backward pass, not an index. Sizes come from the optimized graph.
 
@@ -80,6 +80,8 @@ class ReductionOverHistory(Rule):
             return []
         if v.buffer.role not in ("sit_sot", "mit_sot", "nit_sot"):
             return []
+        if v.buffer.role == "nit_sot" and not v.scan.recurrent:
+            return []  # a map's outputs: vectorizing it (SP002, SP003) removes the buffer and the scan
         history = [r for r in v.buffer.reads if r.kind != "recent"]
         if not history or any(r.kind != "reduction" for r in history):
             return []

@@ -101,6 +101,10 @@ def reads(plan, outer_out, buf, lead_var=None) -> list[R.Read]:
                         reads.append(R.Read("opaque", opname, f"index {i}", via_ds, site))
                 else:
                     k = _from_end(lv, ent, lead_var) if whole else None
+                    if k is None and end and rows is not None and len(rows) and rows0 is not None:
+                        # a view buf[s:] that still ends at the last row: its index counted from
+                        # the output's own length (a while-scan's output is shorter than its buffer)
+                        k = _from_end(lv, ent, api.Shape_i(0)(outer_out), offset=rows[0])
                     if k is not None and k < 0:
                         kind = "recent" if -k <= buf.needed_rows else "rows"
                         reads.append(R.Read(kind, opname, f"index {k} from the end (computed at run time)", via_ds, site))
@@ -169,7 +173,7 @@ def _over_time(api, node, pos, axis) -> str:
     return ""
 
 
-def _from_end(lv, index, lead_var):
+def _from_end(lv, index, lead_var, offset=0):
     """``index - length`` of the buffer when it is the same constant whatever the sizes, else None:
     structurally (linear forms), else by probing (the difference under two made-up sizes, with
     sizes the graph cannot compute freed: a backend writes ``hs[-1]`` as a switch over the length)."""
@@ -178,9 +182,9 @@ def _from_end(lv, index, lead_var):
     try:
         k = lv.relative(lv._resolve_shapes(index), lv._resolve_shapes(lead_var))
         if k is not None:
-            return k
+            return k + offset
         T = lv.api.T
-        diff, free = lv.opened(T.cast(index, "int64") - T.cast(lead_var, "int64"))
+        diff, free = lv.opened(T.cast(index, "int64") + offset - T.cast(lead_var, "int64"))
         a, b = lv.probe([diff], free)
         ka, kb = a.get(diff), b.get(diff)
         return ka if isinstance(ka, int) and ka == kb else None
