@@ -17,10 +17,12 @@ def test_nested_scan_inner_sizes_come_from_outer_shapes(backend):
     inner = next(s for s in scans if s["parent"] == outer["id"])
     assert outer["n_steps"]["value"] == 100 and inner["n_steps"]["value"] == 5
     inner_state = next(b for b in inner["buffers"] if b["role"] == "sit_sot")
-    # the inner scan runs in its own op's mode (the default), where save-mem keeps 2 rows of the 6
-    # even though the function is FAST_COMPILE (tests/test_groundtruth checks the rows that run)
-    assert inner_state["shape"] == [2, 4] and inner_state["bytes"] == 2 * 4 * 8
-    assert {f["scan"] for f in findings(rep)} == {"scan_fn"} and len(findings(rep)) == 1
+    # the inner scan runs in its own op's mode: up to PyTensor 3.0 the default, where save-mem
+    # keeps 2 rows of the 6 even though the function is FAST_COMPILE; PyTensor 3.3 runs it in the
+    # function's mode, 6 rows (measured: tests/test_groundtruth checks the rows that run)
+    assert inner_state["shape"] in ([2, 4], [6, 4]) and inner_state["bytes"] == inner_state["shape"][0] * 4 * 8
+    assert {f["scan"] for f in findings(rep)} == {"scan_fn"}
+    assert len(findings(rep)) == (1 if inner_state["shape"][0] == 2 else 2)
 
 
 def test_nested_scan_without_shapes_stays_symbolic(backend):

@@ -139,6 +139,8 @@ _FOLDS = {"Add": "sum", "Mul": "product", "Maximum": "max", "ScalarMaximum": "ma
 
 
 def _reduction_name(op) -> str:
+    if getattr(op, "fgraph", None) is not None:  # a wrapper (PyTensor 3.3's ScalarCAReduce)
+        return str(op)
     scalar = getattr(op, "scalar_op", None)
     if scalar is not None:
         return f"{type(op).__name__}{{{type(scalar).__name__}}}"
@@ -151,6 +153,14 @@ def _over_time(api, node, pos, axis) -> str:
     op = node.op
     name = type(op).__name__
     scalar = type(getattr(op, "scalar_op", None)).__name__
+    inner = getattr(op, "fgraph", None)
+    if inner is not None and pos < len(getattr(inner, "inputs", [])):
+        # an op wrapping a graph (PyTensor 3.3 wraps a full reduction as ScalarCAReduce): what
+        # the wrapped graph does with this input, when one op reads it
+        users = [c for c in inner.clients.get(inner.inputs[pos], []) if c[0] != "output"]
+        if len(users) == 1:
+            return _over_time(api, users[0][0], users[0][1], axis)
+        return ""
     if isinstance(op, api.CAReduce) and scalar in _FOLDS:
         axes = getattr(op, "axis", None)
         if axes is None or axis in tuple(axes):
