@@ -31,7 +31,7 @@ def main():
                            "-W", "ignore", "--hypothesis-show-statistics"],
                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=4 * 3600)
     seconds = time.perf_counter() - t0
-    passing = re.search(r"(\d+) passing examples, (\d+) failing examples, (\d+) invalid examples", proc.stdout)
+    passing = re.search(r"(\d+) passing(?: examples)?, (\d+) failing(?: examples)?,(?: and)? (\d+) invalid", proc.stdout)
     result = {
         **provenance(backend, f"SAMPLE_BACKEND={backend} python bench/bench_properties.py {examples}"),
         "examples_asked": examples,
@@ -41,6 +41,9 @@ def main():
         "pytest_exit": proc.returncode, "seconds": round(seconds, 1),
         "tail": proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-500:],
     }
+    if proc.returncode != 0:  # the falsifying example, as hypothesis printed it
+        errors = [line for line in proc.stdout.splitlines() if line.startswith("E ")]
+        result["failure"] = "\n".join(errors[:60])
     out = ROOT / "bench" / "results" / f"properties_{backend}.json"
     out.write_text(json.dumps(result, indent=1))
     print(json.dumps(result))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from scanprobe import records as R
+from scanprobe.backends.graphs import ancestors
 from scanprobe.walk.util import _PASS_THROUGH, _op_name
 
 def reader_index_vars(plan, outer_out):
@@ -123,6 +124,8 @@ def reads(plan, outer_out, buf, lead_var=None) -> list[R.Read]:
                 continue
             if plan.b.is_scan(node):
                 kind, sname = _role_in_scan(plan, node, pos)
+                if kind == "ignored":  # handed to a scan whose step never reads it
+                    continue
                 reads.append(R.Read(kind, opname, _rows_str(rows), via_ds, site, scan=sname))
                 continue
             folded = _over_time(api, node, pos, axis)
@@ -213,10 +216,36 @@ def _rows_str(rows) -> str:
 
 
 def _role_in_scan(plan, node, pos):
+    """(how the scan ``node`` takes its input ``pos``, the scan's name); "ignored" for a sequence
+    its step never reads (a backward pass is handed every forward output, used or not)."""
     roles = plan.b.scan_roles(node)
     name = plan.b.scan_info(node.op).name or "scan_fn"
     v = node.inputs[pos]
-    if any(x is v for x in roles.outer_in_seqs):
-        return "scan_sequence", name
+    for k, x in enumerate(roles.outer_in_seqs):
+        if x is v:
+            inner = roles.inner_in_seqs[k] if k < len(roles.inner_in_seqs) else None
+            if inner is not None and not _step_reads(plan, node, roles, inner):
+                return "ignored", name
+            return "scan_sequence", name
     return "scan_input", name
+
+
+def _step_reads(plan, node, roles, inner) -> bool:
+    """Whether a scan's step graph reads one of its inner inputs."""
+    cache = plan.w.__dict__.setdefault("_step_inputs_read", {})
+    used = cache.get(id(node))
+    if used is None:
+        outs = [o for group in ("inner_out_mit_mot", "inner_out_mit_sot", "inner_out_sit_sot", "inner_out_nit_sot",
+                                "inner_out_shared", "inner_out_untraced_sit_sot")
+                for o in (getattr(roles, group, None) or [])
+                for o in (o if isinstance(o, (list, tuple)) else [o])]
+        if getattr(roles, "cond", None):
+            outs += list(roles.cond)
+        used = cache[id(node)] = (roles, {id(v) for v in ancestors(outs)})
+    # the roles object the ids were taken from (Theano's scan_args clones the inner graph)
+    same, ids = used
+    if same is not roles:
+        k = next(i for i, x in enumerate(roles.inner_in_seqs) if x is inner)
+        inner = same.inner_in_seqs[k]
+    return id(inner) in ids
 
