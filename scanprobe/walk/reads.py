@@ -198,6 +198,8 @@ def _from_end(lv, index, lead_var, offset=0):
             return k + offset
         T = lv.api.T
         diff, free = lv.opened(T.cast(index, "int64") + offset - T.cast(lead_var, "int64"))
+        if any(n.owner is not None and isinstance(n.owner.op, lv.api.Scan) for n in ancestors([diff])):
+            return None  # probing would run a scan (the length of its output) at the real sizes
         a, b = lv.probe([diff], free)
         ka, kb = a.get(diff), b.get(diff)
         return ka if isinstance(ka, int) and ka == kb else None
