@@ -46,6 +46,11 @@ from scanprobe.analysis.sizes import human_bytes
 from scanprobe.rules.base import Rule
 
 
+def _checkpoint_rows(n_steps: int, every: int) -> int:
+    """Rows scan_checkpoints keeps with save_every_N=every: every N-th state, plus one segment."""
+    return math.ceil(n_steps / every) + 1 + every
+
+
 class FullHistoryBuffer(Rule):
     code = "SP001"
     name = "full-history-buffer"
@@ -106,8 +111,8 @@ class FullHistoryBuffer(Rule):
         if n and n >= 16 and rows:
             k = max(2, int(round(math.sqrt(n))))
             fix.append(f"theano.scan_checkpoints / pytensor.scan.checkpoints.scan_checkpoints on the forward scan "
-                       f"with save_every_N={k} keeps about {math.ceil(n / k) + 1 + k} rows of it: "
-                       f"{human_bytes((math.ceil(n / k) + 1 + k) * (buf.bytes // rows))} (forward steps recomputed)")
+                       f"with save_every_N={k} keeps about {_checkpoint_rows(n, k)} rows of it: "
+                       f"{human_bytes(_checkpoint_rows(n, k) * (buf.bytes // rows))} (forward steps recomputed)")
         return self.finding(
             target,
             f"{buf.belongs_to} in scan `{scan.name}` keeps {rows} rows ({human_bytes(buf.bytes)}) that start as "
@@ -130,7 +135,7 @@ class FullHistoryBuffer(Rule):
         row = buf.bytes // rows
 
         choices = sorted({4, 16, max(2, int(round(math.sqrt(n)))), 64} - {n})
-        cells = [f"N={k}: {human_bytes((math.ceil(n / k) + 1 + k) * row)}" for k in choices if k < n]
+        cells = [f"N={k}: {human_bytes(_checkpoint_rows(n, k) * row)}" for k in choices if k < n]
         return self.finding(
             target,
             f"{buf.belongs_to} in scan `{scan.name}` keeps every step ({human_bytes(buf.bytes)}), "
