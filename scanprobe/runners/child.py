@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import resource
 import statistics
 import sys
 import time
@@ -23,7 +22,7 @@ import numpy as np
 from scanprobe.errors import ScanprobeError
 from scanprobe.records import to_plain
 from scanprobe.results import BufferProfile, Measurement, NodeProfile, RunError, ScanTime, TargetProfile, TwinProfile
-from scanprobe.runners.memory import RssSampler, available_bytes, rss_bytes
+from scanprobe.runners.memory import RssSampler, available_bytes, peak_rss_bytes, rss_bytes
 
 
 class Result:
@@ -110,7 +109,7 @@ def measure(fn, values, runs) -> Measurement:
     fn(*values)
     m.first_call_s = time.perf_counter() - t0
     rss0 = rss_bytes() or 0
-    maxrss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    maxrss0 = peak_rss_bytes()
     old = sys.getswitchinterval()
     sys.setswitchinterval(0.0005)
     try:
@@ -118,7 +117,7 @@ def measure(fn, values, runs) -> Measurement:
             outputs = fn(*values)
     finally:
         sys.setswitchinterval(old)
-    maxrss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    maxrss1 = peak_rss_bytes()
     m.rss_before_call = rss0
     m.rss_peak_above_precall = max(0, sampler.peak - rss0)
     m.rss_samples = sampler.samples

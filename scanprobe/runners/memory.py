@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import threading
 import time
 
@@ -26,6 +27,23 @@ def rss_bytes(pid: int | str = "self") -> int | None:
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return None
+
+
+def peak_rss_bytes() -> int:
+    """This process's own peak resident set size.
+
+    VmHWM (Linux) belongs to the process's memory map, which starts afresh at exec.
+    ``getrusage(RUSAGE_SELF).ru_maxrss`` does not: Linux keeps the high-water mark of the map
+    exec replaced, so a child started from a large process reports the parent's size.
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 class RssSampler:
