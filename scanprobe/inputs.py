@@ -77,6 +77,10 @@ def knowledge_for(cap, fgraph_inputs, module_inputs: dict, specs: list[InputSpec
         if given:
             value = _as_input(module_inputs[given[0]], dtype, ndim, f"SCANPROBE_INPUTS[{given[0]!r}]", label)
             out[i] = (value, tuple(value.shape), "SCANPROBE_INPUTS")
+        own = [k for k in getattr(cap, "given", {}) if k in candidates]
+        if own and i not in out:
+            value = _as_input(cap.given[own[0]], dtype, ndim, cap.given_source, label)
+            out[i] = (value, tuple(value.shape), cap.given_source)
         test_value = getattr(getattr(user_var, "tag", None), "test_value", None)
         if test_value is not None and i not in out:
             value = _as_input(test_value, dtype, ndim, "its test value", label)

@@ -49,6 +49,10 @@ class Captured:
     names: list[str] = field(default_factory=list)
     function: Any = None  # the real function (library compiles, or once linked)
     built: Any = None
+    #: values of explicit inputs by name (or "#i") that the target comes with: a model's
+    #: initial point (``source`` says so in the report)
+    given: dict = field(default_factory=dict)
+    given_source: str = ""
 
     @property
     def label(self) -> str:
@@ -124,6 +128,7 @@ class CaptureSession:
         self._lib_roots = _library_roots()
         self._backend_root = ""
         self._names: dict[int, str] = {}
+        self._compiling_for = None  # (name, site): a model's function being compiled by scanprobe
 
     # ---------------------------------------------------------------- files
     def is_user_file(self, filename: str) -> bool:
@@ -172,6 +177,11 @@ class CaptureSession:
         unless --include-library. The backend's own compiles (``.eval()``) pass through."""
         caller = self._caller(3)
         filename = caller.f_code.co_filename
+        if self._compiling_for is not None and not os.path.realpath(filename).startswith(self.backend.package_dir()):
+            name, site = self._compiling_for
+            cap = Captured(len(self.functions), "model", args, kwargs, site, names=[name])
+            self.functions.append(cap)
+            return LazyFunction(self, cap)
         if self.is_user_file(filename):
             origin, site = "user", self._frame_site(caller)
         elif os.path.realpath(filename).startswith(self.backend.package_dir()):
@@ -433,8 +443,50 @@ class CaptureSession:
                 seen[label] = 1
         return module
 
+    def add_model_targets(self, wanted: str | None = None) -> list[str]:
+        """The functions a sampler would compile for each model the module binds at top level
+        (or for the model a function named ``wanted`` returns): targets ``NAME.logp_dlogp`` and
+        ``NAME.logp``, sited at the line that binds the model. Returns one line per model."""
+        if self.module is None:
+            return []
+        found = self.backend.models_in(self.module.__dict__)
+        func = self.module.__dict__.get(wanted) if wanted else None
+        if wanted and callable(func) and not self.backend.is_variable(func) \
+                and not any(c.label == wanted or wanted in c.names for c in self.functions):
+            try:
+                made = func()
+            except Exception as exc:  # noqa: BLE001 - the user's function failed
+                raise _user_error(self, exc, f"{wanted}() raised") from None
+            if self.backend.is_model(made):
+                found = [(wanted, made)]
+        lines = []
+        for name, model in found:
+            site = _binding_site(self.path, name)
+            try:
+                with contextlib.redirect_stdout(sys.stderr):
+                    functions = self.backend.model_functions(model)  # computes the initial point
+                    self.backend.install_hooks(self)
+                    for fn in functions:
+                        start = len(self.functions)
+                        self._compiling_for = (f"{name}.{fn.what}", site)
+                        try:
+                            given = fn.compile()
+                        finally:
+                            self._compiling_for = None
+                        for cap in self.functions[start:]:
+                            cap.given, cap.given_source = given, "initial point"
+                        lines.append(f"{name}.{fn.what}: {fn.describe}, as the samplers compile it, "
+                                     "with inputs at the model's initial point")
+            except (KeyboardInterrupt, Timeout, ScanprobeError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - PyMC failed on the user's model
+                raise _user_error(self, exc, f"compiling the model {name} raised") from None
+            finally:
+                self.backend.remove_hooks()
+        return lines
+
     def user_targets(self, include_library=False) -> list[Captured]:
-        return [c for c in self.functions if c.origin in ("user", "framework") or include_library]
+        return [c for c in self.functions if c.origin in ("user", "framework", "model") or include_library]
 
     def skipped(self, include_library=False) -> list[Captured]:
         """Functions compiled by libraries for themselves (not analysed unless asked)."""
@@ -462,6 +514,32 @@ class CaptureSession:
                 "(or a function returning either)",
             )
         return spec
+
+
+def _binding_site(path: Path, name: str) -> Site | None:
+    """The first top-level line of ``path`` that binds ``name`` (``with pm.Model() as name:``,
+    ``name = ...``, ``def name``)."""
+    try:
+        source = path.read_text(encoding="utf-8", errors="replace")
+        tree = ast.parse(source)
+    except (OSError, SyntaxError):
+        return None
+    lines = source.splitlines()
+
+    def site(node):
+        return Site(str(path), node.lineno, lines[node.lineno - 1].strip() if node.lineno <= len(lines) else "")
+
+    for node in tree.body:
+        if isinstance(node, ast.With):
+            if any(isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name for item in node.items):
+                return site(node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return site(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            return site(node)
+    return None
 
 
 def _flatten(value) -> list:

@@ -89,6 +89,9 @@ def _select(targets, wanted: str | None, path: Path):
     for cap in targets:
         if wanted in cap.names or wanted == cap.label:
             return [cap]
+    of_model = [c for c in targets if c.origin == "model" and c.label.startswith(wanted + ".")]
+    if of_model:  # a model's name: every function the samplers compile for it
+        return of_model
     if wanted.isdigit():
         hits = [c for c in targets if c.site and c.site.line == int(wanted)]
         if hits:
@@ -194,12 +197,15 @@ def _analyse_module(spec, backend_name, mode, inputs, include_library, progress,
     session = CaptureSession(path, backend, mode_override=mode)
     step(f"running {path.name}")
     session.run()
+    step("compiling the models' sampler functions")
+    report.notes.extend(session.add_model_targets(wanted))
     if not session.functions:
         raise NothingCompiled(
             f"{path.name} compiled no function",
             hint=(
-                f"scanprobe analyses what the module compiles with {backend.name}.function when imported; "
-                "code under if __name__ == '__main__': does not run"
+                f"scanprobe analyses what the module compiles with {backend.name}.function when imported, "
+                "and the sampler functions of PyMC models it binds at top level (FILE:NAME for a function "
+                "returning one); code under if __name__ == '__main__': does not run"
             ),
         )
     targets = session.user_targets(include_library)

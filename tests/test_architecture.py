@@ -76,7 +76,7 @@ def test_no_import_goes_up_a_layer():
 
 
 def test_only_adapters_import_a_backend():
-    adapters = {PACKAGE / "backends" / f for f in ("theano.py", "pytensor.py", "aesara.py")}
+    adapters = {PACKAGE / "backends" / f for f in ("theano.py", "pytensor.py", "aesara.py", "pymc.py")}
     problems = []
     for _, path in _modules():
         if path in adapters:

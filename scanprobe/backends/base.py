@@ -139,6 +139,17 @@ class Backend(ABC):
     def remove_hooks(self) -> None:
         """Undo ``install_hooks``."""
 
+    def models_in(self, namespace: dict) -> list:
+        """(name, model) for each probabilistic model (PyMC) bound in a user's module namespace."""
+        return []
+
+    def model_functions(self, model) -> list:
+        """What a sampler compiles for ``model`` (``backends.pymc.ModelFunction``s)."""
+        return []
+
+    def is_model(self, obj) -> bool:
+        return False
+
     @abstractmethod
     def record_compiles(self):
         """A context recording every function linked inside it (``.compiled``) and each one's first

@@ -26,6 +26,22 @@ class PyTensorBackend(FamilyBackend):
     )
     compiled_graph_is_optimized = True
 
+    # PyMC builds its models on PyTensor: its samplers' functions are this backend's targets
+    def models_in(self, namespace):
+        from scanprobe.backends import pymc
+
+        return pymc.models_in(namespace)
+
+    def model_functions(self, model):
+        from scanprobe.backends import pymc
+
+        return pymc.model_functions(model)
+
+    def is_model(self, obj):
+        from scanprobe.backends import pymc
+
+        return pymc.is_model(obj)
+
     @property
     def clone_code(self):
         return f"{self.module_name}.graph.clone_replace"

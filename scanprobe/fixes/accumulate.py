@@ -1,6 +1,7 @@
 """SP006's fix: a reduction over a scan's history carried as a running value in the step.
 
-For each recurrent state (sit_sot) of a forward scan whose history is folded over time
+For each recurrent state (sit_sot), and each per-step output (nit_sot) of a scan with recurrent
+state, of a forward scan whose history is folded over time
 (``hs.sum(0)``, ``hs.mean()`` — a sum then a division —, ``hs.prod(0)``, ``hs.max(0)``,
 ``hs.min(0)``, ``dot(c, hs)`` with a vector ``c`` over the steps), the scan is rebuilt with one more
 state per fold: ``acc + h_t`` (``acc * h_t``, ``maximum(acc, h_t)``, ``acc + c_t * h_t`` with
@@ -9,14 +10,16 @@ over the fold's other axes). The step's own graph is cloned unchanged. With the 
 only at its last rows, save-mem (added to the mode by the pipeline) drops it.
 
 Not applied (the reason is reported): while-scans, scans with mit_mot, shared-variable updates or
-random states (their order of draws would change), integer states, reductions of per-step outputs
-(nit_sot) or of a view other than the scan's own output.
+random states (their order of draws would change), integer states, reductions of a view other
+than the scan's own output, scans whose gradient the function also takes (the gradient was
+built from the old scan: the running value belongs in the step before ``grad``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from scanprobe.backends.graphs import ancestors
 from scanprobe.fixes.graph_edit import (
     NotApplicable, Rewrite, _clients, _clone, _constant, _shape_of_map, scan_nodes,
 )
@@ -91,22 +94,33 @@ def accumulate(backend, outputs, skip=()) -> list[Rewrite]:
             continue
         a = backend.scan_roles(node, thawed=True)
         folds, shapes = [], []
-        for k, buffer in enumerate(a.outer_out_sit_sot):
-            for view in _history_view(api, backend, buffer, clients, 1):
-                for user, pos in clients.get(id(view), []):
-                    if user == "output":
-                        continue
-                    if type(user.op).__name__ in ("Shape", "Shape_i"):
-                        shapes.append((k, user))  # hs.shape[0] of a mean: from n_steps, not the buffer
-                        continue
-                    found = _fold(api, user, pos, view, clients)
-                    if found:
-                        folds.append((k, user, found))
+        n_sit = len(a.outer_out_sit_sot)
+        # a state's history is the view scan returns (buffer[1:]); a per-step output's, the buffer
+        views = [(k, view) for k, buffer in enumerate(a.outer_out_sit_sot)
+                 for view in _history_view(api, backend, buffer, clients, 1)]
+        if a.outer_in_sit_sot or a.outer_in_mit_sot:  # a map's outputs are SP002's
+            views += [(n_sit + j, buffer) for j, buffer in enumerate(a.outer_out_nit_sot)]
+        for k, view in views:
+            for user, pos in clients.get(id(view), []):
+                if user == "output":
+                    continue
+                if type(user.op).__name__ in ("Shape", "Shape_i"):
+                    shapes.append((k, user))  # hs.shape[0] of a mean: from n_steps, not the buffer
+                    continue
+                found = _fold(api, user, pos, view, clients)
+                if found:
+                    folds.append((k, user, found))
         if not folds:
             continue
         rw = Rewrite(RULE, name, "", scan_node=node)
         rewrites.append(rw)
         try:
+            if any(other is not node and backend.scan_info(other.op).name and
+                   str(backend.scan_info(other.op).name).startswith("grad_of") and
+                   any(v.owner is node for v in ancestors(list(other.inputs)))
+                   for other in scan_nodes(api, outputs)):
+                raise NotApplicable("the function also differentiates this scan, whose gradient was taken "
+                                    "before: carry the running value in the step before calling grad")
             _rebuild(backend, node, a, info, folds, shapes, rw)
         except NotApplicable as exc:
             rw.reason = str(exc)
@@ -123,7 +137,8 @@ def _rebuild(backend, node, a, info, folds, shapes, rw):
         if list(getattr(a, f"outer_in_{role}", []) or []):
             raise NotApplicable(f"the scan carries {role.replace('_', '-')} state; scanprobe rebuilds scans without it")
     for k, _, _ in folds:
-        if not str(a.outer_in_sit_sot[k].type.dtype).startswith("float"):
+        state = a.outer_in_sit_sot[k] if k < len(a.outer_in_sit_sot) else a.outer_out_nit_sot[k - len(a.outer_in_sit_sot)]
+        if not str(state.type.dtype).startswith("float"):
             raise NotApplicable("an integer state: a running value could overflow where the reduction upcasts")
     n_seq, n_mit, n_sit = len(a.inner_in_seqs), len(a.outer_in_mit_sot), len(a.outer_in_sit_sot)
     mit_taps = [list(t) for t in a.mit_sot_in_slices]
@@ -132,9 +147,14 @@ def _rebuild(backend, node, a, info, folds, shapes, rw):
     weights = [w for _, _, (_, _, w) in folds if w is not None]
     acc_init = []
     for k, _, (kind, _, _) in folds:
-        init = sit_init[k]
         fill = {"sum": 0.0, "dot": 0.0, "prod": 1.0, "max": -np.inf, "min": np.inf}[kind]
-        acc_init.append(T.alloc(np.asarray(fill, dtype=init.type.dtype), *[init.shape[i] for i in range(init.type.ndim)]))
+        if k < n_sit:
+            init = sit_init[k]
+            dims = [init.shape[i] for i in range(init.type.ndim)]
+        else:  # a per-step output: one step's shape, as the backend infers it for the old buffer
+            init = a.outer_out_nit_sot[k - n_sit]
+            dims = [init.shape[i] for i in range(1, init.type.ndim)]
+        acc_init.append(T.alloc(np.asarray(fill, dtype=init.type.dtype), *dims))
     n_mit_args = sum(len(t) for t in mit_taps)
     inner_mit = [v for group in a.inner_in_mit_sot for v in group]
 
@@ -195,7 +215,7 @@ def _rebuild(backend, node, a, info, folds, shapes, rw):
         else:
             value = last
         rw.replacements[user.outputs[0]] = T.cast(value, user.outputs[0].type.dtype)
-        kinds.append(f"{kind} of state #{k}")
+        kinds.append(f"{kind} of state #{k}" if k < n_sit else f"{kind} of per-step output #{k - n_sit}")
     rw.form = "accumulated"
     rw.detail.append(f"{', '.join(kinds)} carried in the step as a running value; the reduction reads its last step")
     rw.snippet = (

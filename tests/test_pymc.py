@@ -1,0 +1,88 @@
+"""PyMC models as targets (issue 14): a module that builds a model and compiles nothing is analysed
+as the samplers would compile it, sized at the model's initial point, on each PyMC the leg has."""
+
+import pytest
+
+from conftest import FIXTURES, SAMPLES, scanprobe
+from helpers import buffers, findings
+
+pytest.importorskip("pymc")
+
+GARCH = SAMPLES / "pymc_garch.py"
+AR = SAMPLES / "pymc_ar_customdist.py"
+STEPS, SERIES = 2000, 64
+
+
+def _line(path, text):
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def test_sampler_functions_found_sized_and_named(backend):
+    res = scanprobe("inspect", GARCH, "--format", "json")
+    assert res.rc == 1, res
+    rep = res.json()
+    names = [t["name"] for t in rep["targets"]]
+    assert names == ["model.logp_dlogp", "model.logp"], names
+    model_line = _line(GARCH, "with pm.Model() as model:")
+    for t in rep["targets"]:
+        assert t["site"]["line"] == model_line
+        sized = buffers(rep, t["name"])
+        assert sized and all(b["bytes"] is not None for b in sized), sized  # nothing left as a formula
+    assert any("initial point" in n for n in rep["notes"])
+    # the per-step log-likelihoods, kept only to be summed: SP006 in both functions
+    sp006 = findings(rep, "SP006")
+    assert {f["target"] for f in sp006} == {"model.logp_dlogp", "model.logp"}
+    assert all(f["bytes"] == (STEPS - 1) * SERIES * 8 for f in sp006)
+    assert all(f["site"]["line"] in (_line(GARCH, "pytensor.scan("), _line(GARCH, "logliks.sum()")) for f in sp006)
+    # the variances are a recurrent state the gradient needs, named by the step's argument
+    grad = [b for b in buffers(rep, "model.logp_dlogp") if "var_prev" in b["belongs_to"]]
+    assert grad and grad[0]["verdict"] == "needed" and grad[0]["bytes"] == STEPS * SERIES * 8
+
+
+def test_custom_dist_scan_is_a_map_in_the_log_density(backend):
+    res = scanprobe("inspect", AR, "--format", "json")
+    assert res.rc == 1, res
+    rep = res.json()
+    assert [t["name"] for t in rep["targets"]] == ["ar_model.logp_dlogp", "ar_model.logp"]
+    sp002 = findings(rep, "SP002")
+    assert [f["target"] for f in sp002] == ["ar_model.logp"]
+    assert sp002[0]["site"]["line"] == _line(AR, "pytensor.scan(")
+    for t in rep["targets"]:
+        assert all(b["bytes"] is not None for b in buffers(rep, t["name"]))
+
+
+def test_a_model_named_selects_its_functions_and_a_factory_is_called(backend):
+    res = scanprobe("inspect", f"{GARCH}:model.logp", "--format", "json")
+    assert [t["name"] for t in res.json()["targets"]] == ["model.logp"]
+    res = scanprobe("inspect", f"{FIXTURES / 'pymc_factory.py'}:build_model", "--format", "json")
+    assert res.rc in (0, 1), res
+    rep = res.json()
+    assert [t["name"] for t in rep["targets"]] == ["build_model.logp_dlogp", "build_model.logp"]
+    assert rep["targets"][0]["site"]["line"] == _line(FIXTURES / "pymc_factory.py", "def build_model")
+    level = [b for b in buffers(rep, "build_model.logp") if b["role"] == "sit_sot"]
+    assert level and level[0]["bytes"] == (300 + 1) * 8 and level[0]["verdict"] == "needed"
+
+
+def test_profile_measures_what_was_predicted(backend):
+    res = scanprobe("profile", f"{GARCH}:model.logp", "--format", "json",
+                    env={"PYMC_GARCH_STEPS": "500", "PYMC_GARCH_SERIES": "16"})
+    assert res.rc in (0, 1), res
+    prof = res.json()
+    (t,) = prof["targets"]
+    rows = t["profile"]["buffers"]
+    assert rows and t["gaps"] == [], t
+    for b in rows:
+        assert b["predicted_bytes"] and b["measured_bytes"], b
+        assert abs(b["measured_bytes"] - b["predicted_bytes"]) <= 0.05 * b["predicted_bytes"], b
+
+
+def test_fix_accumulates_the_log_likelihood_and_verifies(backend):
+    res = scanprobe("fix", f"{GARCH}:model.logp", "--format", "json",
+                    env={"PYMC_GARCH_STEPS": "300", "PYMC_GARCH_SERIES": "8"})
+    assert res.rc == 0, res
+    out = res.json()
+    (fix,) = out["fixes"]
+    assert fix["status"] == "verified" and fix["outputs_equal"], fix
+    assert any(r["rule"] == "SP006" and r["form"] == "accumulated" for r in fix["rewrites"]), fix
+    assert fix["after"]["remaining"] == {"SP006": 0}
+    assert fix["after"]["predicted_peak"] < fix["before"]["predicted_peak"]
