@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scanprobe.bindings import binding_site, bindings, flatten, wrapped
 from scanprobe.errors import ScanprobeError, Timeout, UserCodeError
 from scanprobe.records import Site
-from scanprobe.scancalls import ScanCall  # noqa: F401  (re-exported: sessions record them)
+from scanprobe.scancalls import ScanCall
 
 _ARRAY_LIKE_MSG = "Expected an array-like object, but found a Variable"
 _THIS_FILE = os.path.realpath(__file__)
@@ -257,7 +258,7 @@ class CaptureSession:
             entry = [(site.file, site.line, site.function, site.code)]
             from scanprobe.backends.graphs import ancestors
 
-            outs = [v for v in _flatten(result) if self.backend.is_variable(v)]
+            outs = [v for v in flatten(result) if self.backend.is_variable(v)]
             for var in ancestors(outs):
                 node = var.owner
                 if node is None or not self.backend.is_scan(node) or var is not node.outputs[0]:
@@ -296,7 +297,9 @@ class CaptureSession:
     def compiled_function_in_graph(self, cap, symbolic) -> UserCodeError:
         """SP004: a compiled function called on graph variables, explained in the user's names."""
         from scanprobe.rules import rule
-        from scanprobe.rules.sp004_compiled_function_in_scan import CompiledFunctionInScan
+        from scanprobe.rules.sp004_compiled_function_in_scan import (
+            CompiledFunctionInScan,
+        )
 
         frames = []
         for fs in traceback.extract_stack()[:-2]:
@@ -304,7 +307,7 @@ class CaptureSession:
                 frames.append(Site(fs.filename, fs.lineno or 0, (fs.line or "").strip(), fs.name))
         caller = frames[-1] if frames else None
         # the name the module gave the function so far (the run is not over)
-        bound = [n for n, v in _bindings(self.module.__dict__ if self.module else {})
+        bound = [n for n, v in bindings(self.module.__dict__ if self.module else {})
                  if isinstance(v, LazyFunction) and v._sp_captured is cap]
         name = bound[0] if bound else cap.label
         arg_names = []
@@ -427,10 +430,9 @@ class CaptureSession:
                 if name == modname or (mod is not None and self.is_user_file(getattr(mod, "__file__", "") or "")):
                     sys.modules.pop(name, None)
         self._index_names()
-        bound = _bindings(module.__dict__)
+        bound = bindings(module.__dict__)
         for cap in self.functions:
-            names = [n for n, v in bound if (isinstance(v, LazyFunction) and v._sp_captured is cap)
-                     or (cap.function is not None and v is cap.function)]
+            names = [n for n, v in bound if any(_is_function_of(w, cap) for w in wrapped(v))]
             cap.names = sorted(names, key=lambda n: ("[" in n, n))
         # two compiles that would get the same name (e.g. one line in a loop) get a suffix
         seen: dict[str, int] = {}
@@ -460,8 +462,18 @@ class CaptureSession:
             if self.backend.is_model(made):
                 found = [(wanted, made)]
         lines = []
+        # functions the module itself had PyMC compile (``model.compile_logp()``) take the value
+        # variables: sized at the initial point too
+        theirs = [c for c in self.functions if c.origin in ("user", "framework") and not c.given]
+        for name, model in found if theirs else []:
+            with contextlib.redirect_stdout(sys.stderr):
+                point = self.backend.model_point(model)
+            for cap in theirs:
+                labels = {getattr(v, "name", None) for v in cap.explicit_inputs()} - {None}
+                if labels and labels <= set(point) and not cap.given:
+                    cap.given, cap.given_source = point, f"initial point of {name}"
         for name, model in found:
-            site = _binding_site(self.path, name)
+            site = binding_site(self.path, name)
             try:
                 with contextlib.redirect_stdout(sys.stderr):
                     functions = self.backend.model_functions(model)  # computes the initial point
@@ -516,53 +528,9 @@ class CaptureSession:
         return spec
 
 
-def _binding_site(path: Path, name: str) -> Site | None:
-    """The first top-level line of ``path`` that binds ``name`` (``with pm.Model() as name:``,
-    ``name = ...``, ``def name``)."""
-    try:
-        source = path.read_text(encoding="utf-8", errors="replace")
-        tree = ast.parse(source)
-    except (OSError, SyntaxError):
-        return None
-    lines = source.splitlines()
-
-    def site(node):
-        return Site(str(path), node.lineno, lines[node.lineno - 1].strip() if node.lineno <= len(lines) else "")
-
-    for node in tree.body:
-        if isinstance(node, ast.With):
-            if any(isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name for item in node.items):
-                return site(node)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                return site(node)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            return site(node)
-    return None
-
-
-def _flatten(value) -> list:
-    """Variables in a (nested) list, tuple or dict, as returned by ``grad``."""
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple)):
-        return [x for v in value for x in _flatten(v)]
-    return [value]
-
-
-def _bindings(namespace: dict) -> list[tuple[str, Any]]:
-    """Module-level names, and items of module-level dicts, lists and tuples (``fns['train']``)."""
-    out = []
-    for name, value in namespace.items():
-        if name.startswith("__"):
-            continue
-        out.append((name, value))
-        if isinstance(value, dict):
-            out.extend((f"{name}[{k!r}]", v) for k, v in value.items() if isinstance(k, (str, int)))
-        elif isinstance(value, (list, tuple)):
-            out.extend((f"{name}[{i}]", v) for i, v in enumerate(value))
-    return out
+def _is_function_of(value, cap) -> bool:
+    return (isinstance(value, LazyFunction) and value._sp_captured is cap) or \
+        (cap.function is not None and value is cap.function)
 
 
 class UserExit(BaseException):

@@ -16,7 +16,7 @@ LAYERS = [
     ("walk", "analysis.history"),
     ("rules",),
     ("results", "settings", "inputs"),
-    ("loading", "scancalls"),
+    ("loading", "scancalls", "bindings"),
     ("fixes",),
     ("pipeline",),
     ("runners",),

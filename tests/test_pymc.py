@@ -2,7 +2,6 @@
 as the samplers would compile it, sized at the model's initial point, on each PyMC the leg has."""
 
 import pytest
-
 from conftest import FIXTURES, SAMPLES, scanprobe
 from helpers import buffers, findings
 
@@ -43,12 +42,17 @@ def test_custom_dist_scan_is_a_map_in_the_log_density(backend):
     res = scanprobe("inspect", AR, "--format", "json")
     assert res.rc == 1, res
     rep = res.json()
-    assert [t["name"] for t in rep["targets"]] == ["ar_model.logp_dlogp", "ar_model.logp"]
+    assert [t["name"] for t in rep["targets"]] == ["ar_model.logp_dlogp", "ar_model.logp", "ar_model.forward"]
     sp002 = findings(rep, "SP002")
     assert [f["target"] for f in sp002] == ["ar_model.logp"]
     assert sp002[0]["site"]["line"] == _line(AR, "pytensor.scan(")
     for t in rep["targets"]:
         assert all(b["bytes"] is not None for b in buffers(rep, t["name"]))
+    # the forward (posterior-predictive) graph draws the series with the user's generative scan
+    (state,) = buffers(rep, "ar_model.forward")
+    assert "x_prev" in state["belongs_to"] and state["bytes"] == (500 + 1) * 8
+    inputs = {i["label"]: i["source"] for i in rep["targets"][2]["inputs"]}
+    assert {inputs[k] for k in ("x0", "rho", "sigma")} == {"initial point"}, inputs
 
 
 def test_a_model_named_selects_its_functions_and_a_factory_is_called(backend):
@@ -57,7 +61,7 @@ def test_a_model_named_selects_its_functions_and_a_factory_is_called(backend):
     res = scanprobe("inspect", f"{FIXTURES / 'pymc_factory.py'}:build_model", "--format", "json")
     assert res.rc in (0, 1), res
     rep = res.json()
-    assert [t["name"] for t in rep["targets"]] == ["build_model.logp_dlogp", "build_model.logp"]
+    assert [t["name"] for t in rep["targets"]] == ["build_model.logp_dlogp", "build_model.logp", "build_model.forward"]
     assert rep["targets"][0]["site"]["line"] == _line(FIXTURES / "pymc_factory.py", "def build_model")
     level = [b for b in buffers(rep, "build_model.logp") if b["role"] == "sit_sot"]
     assert level and level[0]["bytes"] == (300 + 1) * 8 and level[0]["verdict"] == "needed"
@@ -86,3 +90,14 @@ def test_fix_accumulates_the_log_likelihood_and_verifies(backend):
     assert any(r["rule"] == "SP006" and r["form"] == "accumulated" for r in fix["rewrites"]), fix
     assert fix["after"]["remaining"] == {"SP006": 0}
     assert fix["after"]["predicted_peak"] < fix["before"]["predicted_peak"]
+
+
+def test_functions_the_module_has_pymc_compile_are_its_own_targets(backend):
+    path = FIXTURES / "pymc_user_compiles.py"
+    rep = scanprobe("inspect", path, "--format", "json").json()
+    names = [t["name"] for t in rep["targets"]]
+    assert names[0] == "logp_fn" and set(names[1:]) == {"m.logp_dlogp", "m.logp", "m.forward"}, names
+    own = rep["targets"][0]
+    assert own["site"]["line"] == _line(path, "logp_fn = m.compile_logp()")
+    assert [(i["label"], i["source"]) for i in own["inputs"]] == [("d", "initial point of m")]
+    assert [b["bytes"] for b in buffers(rep, "logp_fn")] == [(50 + 1) * 8]

@@ -150,6 +150,10 @@ class Backend(ABC):
     def is_model(self, obj) -> bool:
         return False
 
+    def model_point(self, model) -> dict:
+        """A model's initial point by variable name (what its functions' inputs start from)."""
+        return {}
+
     @abstractmethod
     def record_compiles(self):
         """A context recording every function linked inside it (``.compiled``) and each one's first

@@ -8,7 +8,10 @@ outputs, givens and mode (its rewrites included), and nothing is linked or run:
 
 - ``logp_dlogp``: ``model.logp_dlogp_function(ravel_inputs=True)``, the joint log-density and its
   gradient that NUTS evaluates, a function of the raveled continuous value variables;
-- ``logp``: ``model.compile_logp()``, the log-density alone, a function of every value variable.
+- ``logp``: ``model.compile_logp()``, the log-density alone, a function of every value variable;
+- ``forward``, where the model has observed variables: what ``pm.sample_posterior_predictive``
+  compiles (``compile_forward_sampling_function``), draws of the observed variables given the
+  free ones (their untransformed values at the initial point).
 
 The inputs' values come from ``model.initial_point()`` (what the samplers start from), which
 PyMC computes by compiling and running its own small initial-point function.
@@ -16,9 +19,11 @@ PyMC computes by compiling and running its own small initial-point function.
 
 from __future__ import annotations
 
+import inspect
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass
@@ -27,7 +32,7 @@ class ModelFunction:
     scanprobe's hooks) and returns the values of its explicit inputs at the initial point, by
     input name (``"#0"``: by position, for the raveled vector that has no name)."""
 
-    what: str  # logp_dlogp | logp
+    what: str  # logp_dlogp | logp | forward
     describe: str
     compile: Callable[[], dict]
 
@@ -57,7 +62,7 @@ def models_in(namespace: dict) -> list[tuple[str, Any]]:
 
 def model_functions(model) -> list[ModelFunction]:
     """What the samplers compile for ``model``, each with the values of its inputs."""
-    import pymc as pm  # noqa: PLC0415 - loaded by the user's module already (see ``loaded``)
+    import pymc as pm
 
     point = model.initial_point()
     out = []
@@ -76,7 +81,37 @@ def model_functions(model) -> list[ModelFunction]:
         return {v.name: point[v.name] for v in model.value_vars}
 
     out.append(ModelFunction("logp", "log-density", logp))
+
+    observed = list(model.observed_RVs)
+    if observed:
+        # the free variables' values as the forward function takes them (untransformed), at the
+        # initial point: PyMC's own small function, compiled and run before any hook is installed
+        outs = list(model.unobserved_value_vars)
+        values = dict(zip([o.name for o in outs],
+                          model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore")(point)))
+        free = [rv for rv in model.free_RVs if rv.name in values]
+
+        def forward():
+            from pymc.sampling.forward import compile_forward_sampling_function
+
+            extra = {"model": model} if "model" in inspect.signature(compile_forward_sampling_function).parameters else {}
+            compile_forward_sampling_function(outputs=observed, vars_in_trace=free, basic_rvs=model.basic_RVs, **extra)
+            return {rv.name: values[rv.name] for rv in free}
+
+        names = ", ".join(rv.name for rv in observed)
+        out.append(ModelFunction("forward", f"posterior-predictive draws of {names} given the free variables "
+                                 "(sample_posterior_predictive)", forward))
     return out
+
+
+def model_point(model) -> dict:
+    """The model's initial point by variable name: value variables (transformed, as the
+    log-density takes them) and the untransformed random variables (as forward graphs take them)."""
+    point = model.initial_point()
+    outs = list(model.unobserved_value_vars)
+    values = dict(zip([o.name for o in outs], model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore")(point)))
+    values.update(point)
+    return values
 
 
 def version() -> str:

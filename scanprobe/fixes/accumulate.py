@@ -21,7 +21,13 @@ import numpy as np
 
 from scanprobe.backends.graphs import ancestors
 from scanprobe.fixes.graph_edit import (
-    NotApplicable, Rewrite, _clients, _clone, _constant, _shape_of_map, scan_nodes,
+    NotApplicable,
+    Rewrite,
+    _clients,
+    _clone,
+    _constant,
+    _shape_of_map,
+    scan_nodes,
 )
 from scanprobe.rules import rule
 from scanprobe.rules.sp006_reduction_over_history import ReductionOverHistory
