@@ -3,7 +3,9 @@ non-sequences in the user's terms."""
 
 from __future__ import annotations
 
+import ast
 import inspect as pyinspect
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,3 +97,53 @@ class ScanCall:
         k = chosen[i]
         pos = self._n_seq_args() + sum(self._n_state_args()[:k])
         return params[pos] if pos < len(params) else ""
+
+    def returned_names(self) -> list[str]:
+        """The names the step function returns, in order (``return var, loglik``); "" where a
+        returned value is not a plain name, [] when the source cannot be read or returns differ.
+        A trailing updates value (``return x, updates``) is left out."""
+        fn = self.fn
+        if getattr(fn, "__name__", "") == "<lambda>":
+            return []
+        try:
+            tree = ast.parse(textwrap.dedent(pyinspect.getsource(fn)))
+        except (OSError, TypeError, SyntaxError, IndentationError):
+            return []
+        func = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        if func is None:
+            return []
+        n_out = len(self.outputs_info)
+        found = None
+        stack = list(func.body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                continue
+            if isinstance(node, ast.Return) and node.value is not None:
+                value = node.value
+                elts = list(value.elts) if isinstance(value, (ast.Tuple, ast.List)) else [value]
+                if len(elts) == 2 and isinstance(elts[0], (ast.Tuple, ast.List)) and n_out and len(elts[0].elts) == n_out:
+                    elts = list(elts[0].elts)  # return (outputs), updates
+                elif n_out and len(elts) == n_out + 1:
+                    elts = elts[:n_out]  # return x, updates
+                names = [e.id if isinstance(e, ast.Name) else "" for e in elts]
+                if found is not None and found != names:
+                    return []
+                found = names
+                continue
+            stack.extend(ast.iter_child_nodes(node))
+        return found or []
+
+    def output_name(self, i: int) -> str:
+        """The returned name of the i-th per-step output (outputs_info entry None, or none given)."""
+        names = self.returned_names()
+        if not names:
+            return ""
+        if self.outputs_info:
+            slots = [k for k, o in enumerate(self.outputs_info)
+                     if o is None or (isinstance(o, dict) and o.get("initial") is None)]
+        else:
+            slots = list(range(len(names)))
+        if i >= len(slots) or slots[i] >= len(names):
+            return ""
+        return names[slots[i]]

@@ -90,3 +90,39 @@ def test_theano_flags_of_the_user_are_kept(backend):
     assert res.rc == 1, res
     note = " ".join(res.json()["notes"])
     assert "blas.ldflags=" in note and "your own THEANO_FLAGS are kept" in note
+
+
+def _step_two(r_prev, var_prev):
+    var = var_prev + r_prev
+    loglik = -var
+    return var, loglik
+
+
+def _step_updates(x_prev):
+    x = x_prev + 1
+    return x, {}
+
+
+def _step_grouped(x_prev):
+    x = x_prev + 1
+    return (x, x * 2), {}
+
+
+def _step_expr(x_prev):
+    return x_prev + 1
+
+
+def test_per_step_outputs_named_by_what_the_step_returns():
+    from scanprobe.records import Site
+    from scanprobe.scancalls import ScanCall
+
+    def call(fn, outputs_info):
+        return ScanCall(Site("m.py", 1, ""), fn, [], outputs_info, [], None)
+
+    two = call(_step_two, [object(), None])
+    assert two.returned_names() == ["var", "loglik"] and two.output_name(0) == "loglik"
+    assert call(_step_updates, [object()]).returned_names() == ["x"]
+    grouped = call(_step_grouped, [object(), None])
+    assert grouped.returned_names() == ["x", ""] and grouped.output_name(0) == ""
+    assert call(_step_expr, []).output_name(0) == ""
+    assert call(lambda a: a, []).returned_names() == []

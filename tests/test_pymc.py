@@ -30,6 +30,7 @@ def test_sampler_functions_found_sized_and_named(backend):
     assert any("initial point" in n for n in rep["notes"])
     # the per-step log-likelihoods, kept only to be summed: SP006 in both functions
     sp006 = findings(rep, "SP006")
+    assert all(f["message"].startswith("per-step output `loglik`") for f in sp006), sp006
     assert {f["target"] for f in sp006} == {"model.logp_dlogp", "model.logp"}
     assert all(f["bytes"] == (STEPS - 1) * SERIES * 8 for f in sp006)
     assert all(f["site"]["line"] in (_line(GARCH, "pytensor.scan("), _line(GARCH, "logliks.sum()")) for f in sp006)

@@ -36,7 +36,8 @@ class Naming:
             return (f"recurrent state `{name}`" if name else f"recurrent state #{i}"), name
         if role == "mit_mot":
             return f"multi-tap state #{i}", ""
-        return f"per-step output #{i}", ""
+        name = call.output_name(i) if call is not None and role == "nit_sot" and not rec.is_gradient else ""
+        return (f"per-step output `{name}`" if name else f"per-step output #{i}"), name
 
     def _non_seq_shaped_like(self, outer_in_dims, role, i):
         """The one non_sequence whose (known) shape and dtype match a gradient buffer's rows.
