@@ -232,6 +232,43 @@ def table_sp006():
     return out + [""]
 
 
+def table_pymc():
+    rows = load("pymc")
+    if not rows:
+        return []
+    out = [
+        "## 8. PyMC models as targets: predicted beside measured, and the SP006 fix",
+        "",
+        "`scanprobe profile` of the PyMC samples (the module compiles nothing; the functions are what",
+        "the samplers compile, run at the model's initial point in the supervised child). Per buffer:",
+        "predicted bytes (from the optimized graph, before running) and the bytes of the buffer the",
+        "backend allocated.",
+        "",
+        "| PyMC / PyTensor | target | buffers | predicted = measured | largest buffer (predicted / measured) | gaps |",
+        "|---|---|---|---|---|---|",
+    ]
+    for d in rows:
+        for p in d["profiles"]:
+            bufs = p["buffers"]
+            same = sum(1 for b in bufs if b["predicted"] == b["measured"])
+            big = max(bufs, key=lambda b: b["predicted"] or 0) if bufs else None
+            largest = f"{big['belongs_to']}: {big['predicted']:,} / {big['measured']:,} B" if big else "—"
+            out.append(f"| {d['pymc']} / {d['backend_version']} | `{p['sample']}` {p['target']} | {len(bufs)} | {same} "
+                       f"| {largest} | {p['gaps']} |")
+    out += ["", "`scanprobe fix sample_graphs/pymc_garch.py` (per-step log-likelihoods of 1999 x 64 float64 summed):", "",
+            "| PyMC / PyTensor | target | status | predicted scan buffers before / after | tracemalloc before / after | time before / after | max diff |",
+            "|---|---|---|---|---|---|---|"]
+    for d in rows:
+        for f in d["fix"] or []:
+            out.append(f"| {d['pymc']} / {d['backend_version']} | {f['target']} | {f['status']} | {mb(f['predicted_before'])} / "
+                       f"{mb(f['predicted_after'])} | {mb(f['tracemalloc_before'])} / {mb(f['tracemalloc_after'])} | "
+                       f"{f['wall_before_s'] * 1e3:.2f} ms / {f['wall_after_s'] * 1e3:.2f} ms | {f['max_abs_diff']:.1g} |")
+    out.append("")
+    for d in rows:
+        out.append(f"Command: {provenance(d)}, PyMC {d['pymc']}.")
+    return out + [""]
+
+
 def table_properties():
     rows = load("properties")
     if not rows:
@@ -313,7 +350,7 @@ def main():
         "",
     ]
     lines += (table_answer() + table_scaling() + table_accuracy() + table_fixes() + table_sp006() + table_inspect()
-              + table_properties() + table_suite())
+              + table_properties() + table_suite() + table_pymc())
     (HERE / "RESULTS.md").write_text("\n".join(lines))
 
 
