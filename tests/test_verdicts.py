@@ -11,7 +11,7 @@ run, and a library's own OpFromGraph (softmax) in a step.
 
 import pytest
 
-from conftest import BACKEND, BACKEND_VERSION, FIXTURES, scanprobe
+from conftest import FIXTURES, scanprobe
 
 TRUTH = FIXTURES / "truth"
 
@@ -41,10 +41,8 @@ def test_while_scan_read_at_its_end_is_removable_history(backend, mode):
         for _, b in _buffers(body, target):
             if b["role"] == "untraced" or b["status"] == "reduced":
                 continue  # this backend's save-mem shrank it
-            if (target, mode, BACKEND, BACKEND_VERSION) == ("last_by_length", None, "pytensor", "3.3") and b["verdict"] == "needed":
-                # PyTensor 3.3 wraps the merged index in a ScalarizedComposite (an OpFromGraph):
-                # scanprobe does not yet read through it, so the row stays "computed at run time"
-                pytest.xfail("index wrapped in PyTensor 3.3's ScalarizedComposite")
+            # (PyTensor 3.3 wraps the merged index in a ScalarizedComposite, an OpFromGraph: read
+            # through by walk/evaluate.py inline_wrappers)
             assert (b["status"], b["verdict"]) == ("full", "removable"), (target, b["why"])
             (f,) = _findings(body, target, "SP001")
             assert "keeps every step" in f["message"]

@@ -237,6 +237,16 @@ class Backend(ABC):
     def inner_graph(self, node):
         """(inputs, outputs) of a Scan's inner graph that may be cloned (thawed where frozen)."""
 
+    def wrapper_graph(self, op):
+        """(inner inputs, inner outputs) of a wrapper op (an OpFromGraph), in variables that can
+        be cloned with new inputs (a frozen inner graph is thawed), or None."""
+        fg = getattr(op, "fgraph", None)
+        if fg is None or not hasattr(fg, "inputs"):
+            return None
+        if hasattr(fg, "unfreeze"):
+            fg = fg.unfreeze()
+        return list(fg.inputs), list(fg.outputs)
+
     @abstractmethod
     def run_inner_graph(self, node):
         """(inputs, outputs) of the inner graph a Scan really runs (optimized in the op's own mode),

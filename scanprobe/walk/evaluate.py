@@ -123,6 +123,31 @@ class Evaluation:
         except Exception:  # noqa: BLE001 - an op without this linker's implementation, a failed check
             return None
 
+    def inline_wrappers(self, var, rounds=4):
+        """``var`` with every wrapper op (an OpFromGraph: PyTensor 3.3 wraps merged scalar index
+        arithmetic in ``ScalarizedElemwise``/``ScalarSubtensor``) replaced by its inner graph, so
+        that index forms and probes read through it."""
+        for _ in range(rounds):
+            replace = {}
+            for node in _ancestor_nodes([var]):
+                if self.b.is_scan(node) or getattr(node.op, "fgraph", None) is None:
+                    continue
+                inner = self.b.wrapper_graph(node.op)
+                if inner is None or len(inner[0]) != len(node.inputs) or len(inner[1]) != len(node.outputs):
+                    continue
+                outs = self.api.clone_replace(inner[1], replace=dict(zip(inner[0], node.inputs)))
+                for old, new in zip(node.outputs, outs):
+                    if old.type != new.type:
+                        try:
+                            new = old.type.filter_variable(new)
+                        except Exception:  # noqa: BLE001 - a wrapper whose inner types differ: kept
+                            break
+                    replace[old] = new
+            if not replace:
+                return var
+            var = self.api.clone_replace(var, replace=replace)
+        return var
+
     def _resolve_shapes(self, var, rounds=6):
         """Replace Shape/Shape_i of computed variables by their inferred shapes.
 

@@ -193,6 +193,7 @@ def _from_end(lv, index, lead_var, offset=0):
     if lead_var is None or index is None or isinstance(index, int):
         return None
     try:
+        index = lv.inline_wrappers(index)
         k = lv.relative(lv._resolve_shapes(index), lv._resolve_shapes(lead_var))
         if k is not None:
             return k + offset
