@@ -138,17 +138,24 @@ def predicted(report_target) -> list:
 
 
 def compare(pred: list, real: list) -> list:
-    """Mismatches between predicted and real buffers (matched by scan name, the scans it is nested in, role, index)."""
+    """Mismatches between predicted and real buffers, matched by scan name, the scans it is nested
+    in, role and index. Scans that share all of these (two nested scans of one name in one step)
+    are compared as a multiset: each predicted buffer must be one the run allocated under that key."""
     problems = []
-    real_by = {}
+    real_by: dict = {}
     for r in real:
-        real_by.setdefault((r["scan"], r["within"], r["role"], r["index"]), r)
+        real_by.setdefault((r["scan"], r["within"], r["role"], r["index"]), []).append((r["shape"], r["dtype"]))
     for p in pred:
-        r = real_by.get((p["scan"], p["within"], p["role"], p["index"]))
-        if r is None or p["shape"] is None:
+        group = real_by.get((p["scan"], p["within"], p["role"], p["index"]))
+        if group is None or p["shape"] is None:
             continue  # a buffer the run never allocated (a scan that did not run, a removed output),
             # or one left symbolic (callers check those separately)
-        if p["shape"] != r["shape"] or p["dtype"] != r["dtype"]:
-            problems.append(f"{p['scan']} (in {p['within'] or 'the function'}) {p['role']} #{p['index']}: "
-                            f"predicted {p['shape']} {p['dtype']}, really {r['shape']} {r['dtype']}")
+        mine = (p["shape"], p["dtype"])
+        if mine in group:
+            if len(group) > 1:
+                group.remove(mine)
+            continue
+        really = " or ".join(f"{shape} {dtype}" for shape, dtype in group)
+        problems.append(f"{p['scan']} (in {p['within'] or 'the function'}) {p['role']} #{p['index']}: "
+                        f"predicted {p['shape']} {p['dtype']}, really {really}")
     return problems

@@ -57,3 +57,20 @@ def test_predicted_buffers_are_what_runs(backend, name, mode, steps, monkeypatch
         assert real, f"{live.target.name}: no scan ran"
         problems = compare(pred, real)
         assert not problems, "\n".join([f"{name} {live.target.name} mode={mode} steps={steps}"] + problems)
+
+
+@pytest.mark.parametrize("mode", MODES, ids=["fast_compile", "default"])
+@pytest.mark.parametrize("name", [n for n in FILES if n.startswith("nested")])
+def test_nested_buffers_from_the_cut_step_are_what_runs(backend, name, mode, monkeypatch):
+    """Steps over walk/nested_cut.LIMIT nodes are optimized from the part that decides their
+    nested scans' buffers; forced here on every nested fixture, the sizes must not change."""
+    from scanprobe.walk import nested_cut
+
+    monkeypatch.setattr(nested_cut, "LIMIT", 0)
+    analysis = analyse(name, mode, 300, monkeypatch)
+    for live in analysis.live:
+        pred = predicted(live.target)
+        assert any(p.get("within") for p in pred), "no nested buffer predicted"
+        assert all(p["shape"] is not None for p in pred), [p for p in pred if p["shape"] is None]
+        problems = compare(pred, run_and_record(live))
+        assert not problems, "\n".join([f"{name} {live.target.name} mode={mode} (cut)"] + problems)

@@ -252,6 +252,10 @@ class Backend(ABC):
         """(inputs, outputs) of the inner graph a Scan really runs (optimized in the op's own mode),
         without linking it."""
 
+    def optimize_like_inner(self, node, inputs, outputs):
+        """A graph optimized the way the Scan ``node`` optimizes its inner graph, or None."""
+        return None
+
     @abstractmethod
     def is_user_opaque(self, op) -> bool:
         """Whether an op is an OpFromGraph the user made (not one the backend's rewrites made)

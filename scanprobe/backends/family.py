@@ -484,6 +484,41 @@ class FamilyBackend(Backend):
                 op.__dict__["mode"] = own_name
         return self.inner_graph(node)
 
+    def optimize_like_inner(self, node, inputs, outputs):
+        """(inputs, outputs) of the graph ``inputs -> outputs`` optimized the way the Scan ``node``
+        optimizes its inner graph when linked (its own mode, lean), stopped before linking; None
+        where the op runs its inner graph as it stands (PyTensor >= 3.2, or linked already)."""
+        op = node.op
+        fn = op.__dict__.get("_fn") or op.__dict__.get("fn")
+        if (fn is not None and hasattr(fn, "maker")) or (hasattr(op, "compile_fn") and hasattr(op, "link_mode")):
+            return None
+        own_mode = op.__dict__.get("mode_instance")
+        name = op.__dict__.get("mode")
+        if own_mode is not None:  # Theano, Aesara
+            mode = own_mode
+        elif isinstance(getattr(type(op), "fn", None), property):  # PyTensor <= 3.1: what the property makes
+            mode = self.api.Mode("cvm", "fast_run") if name in (None, "FAST_RUN") else self.api.get_mode(name)
+        else:
+            mode = self.api.get_mode(None)
+        maker_cls = self.api.FunctionMaker
+        original_create = maker_cls.__dict__["create"]
+
+        def create(maker, *a, **kw):
+            raise _StopBeforeLink(maker, a, kw)
+
+        maker_cls.create = create
+        try:
+            with self.without_traces():
+                self.api.function(inputs, outputs, mode=_lean(mode), on_unused_input="ignore", accept_inplace=True)
+        except _StopBeforeLink as stop:
+            fg = stop.maker.fgraph
+            return list(fg.inputs), list(fg.outputs)
+        except Exception:  # noqa: BLE001 - the cut graph cannot be prepared: the whole one is
+            return None
+        finally:
+            maker_cls.create = original_create
+        return None
+
     def infer_shape(self, node, shapes):
         # PyTensor < 3.3 and Aesara: infer_shape(fgraph, node, shapes); Theano and PyTensor 3.3:
         # infer_shape(node, shapes). Decided per op class from the method's own signature.

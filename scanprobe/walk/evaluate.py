@@ -161,8 +161,9 @@ class Evaluation:
                 if not isinstance(node.op, (api.Shape, api.Shape_i)):
                     continue
                 src = node.inputs[0]
-                if src.owner is None:
-                    continue
+                if src.owner is None and src not in self.shapes.memo:
+                    continue  # an input: sized from what is known of it (a cut step's fresh inputs
+                    # come with their shapes over the step's inputs: walk/nested_cut.py)
                 shp = self.shapes(src)
                 if shp is None:
                     continue

@@ -11,6 +11,7 @@ import numpy as np
 from scanprobe import records as R
 from scanprobe.backends.graphs import ancestors
 from scanprobe.walk.naming import Naming
+from scanprobe.walk.nested_cut import cut_for_nested
 from scanprobe.walk.reads import reader_index_vars, reads
 from scanprobe.walk.steps import StepFacts
 from scanprobe.walk.level import GraphView, Level
@@ -283,8 +284,20 @@ class ScanPlan(Naming):
             return
         # the inner graph the scan runs: optimized in the scan op's own mode (the outer mode is not
         # the inner one: a FAST_COMPILE function's nested scans still get save-mem inside)
-        inner_in, inner_out = self.b.run_inner_graph(self.node)
-        fg = GraphView(inner_in, inner_out)
+        leaves = {}
+        cut = cut_for_nested(self.b, *self.b.inner_graph(self.node))
+        optimized = self.b.optimize_like_inner(self.node, cut.inputs, cut.outputs) if cut is not None else None
+        if optimized is not None:  # a large step: only what decides the nested scans' buffers
+            inner_in, inner_out = optimized
+            own = dict(zip(cut.inputs, inner_in))
+            for j, dims in enumerate(cut.fresh_dims):
+                if dims is not None:
+                    new = [self.api.clone_replace(d, replace=own) if d.owner is not None else d for d in dims]
+                    leaves[inner_in[cut.n_own + j]] = tuple(new)
+            inner_in = inner_in[: cut.n_own]
+        else:
+            inner_in, inner_out = self.b.run_inner_graph(self.node)
+        fg = GraphView(inner_in + [v for v in leaves], inner_out)
         known = {}
         lv = self.level
         a = self.args
@@ -319,7 +332,9 @@ class ScanPlan(Naming):
             fg_known[orig] = known.get(orig, (None, None, "unknown"))
             if orig in labels:
                 fg_labels[orig] = labels[orig]
-        sub = Level(self.w, fg, LazyShapes(self.b), fg_known, parent=self.id, labels=fg_labels)
+        for v in leaves:
+            fg_known[v] = (None, None, "unknown")  # sized by its shape over the step's inputs
+        sub = Level(self.w, fg, LazyShapes(self.b, leaves=leaves), fg_known, parent=self.id, labels=fg_labels)
         sub.parent_call = self.w.session.scan_call_at(self.record.site)
         sub.walk()
 
