@@ -45,6 +45,8 @@ def test_custom_dist_scan_is_a_map_in_the_log_density(backend):
     rep = res.json()
     assert [t["name"] for t in rep["targets"]] == ["ar_model.logp_dlogp", "ar_model.logp", "ar_model.forward"]
     sp002 = findings(rep, "SP002")
+    logp_rows = buffers(rep, "ar_model.logp")
+    assert [b["belongs_to"] for b in logp_rows] == ["per-step output `series_logprob`"], logp_rows  # PyMC's name
     assert [f["target"] for f in sp002] == ["ar_model.logp"]
     assert sp002[0]["site"]["line"] == _line(AR, "pytensor.scan(")
     for t in rep["targets"]:

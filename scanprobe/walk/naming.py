@@ -37,6 +37,9 @@ class Naming:
         if role == "mit_mot":
             return f"multi-tap state #{i}", ""
         name = call.output_name(i) if call is not None and role == "nit_sot" and not rec.is_gradient else ""
+        if not name and role == "nit_sot" and not rec.is_gradient:  # the graph's own name (PyMC: `series_logprob`)
+            outs = getattr(self.args, "outer_out_nit_sot", None) or []
+            name = (getattr(outs[i], "name", None) or "") if i < len(outs) else ""
         return (f"per-step output `{name}`" if name else f"per-step output #{i}"), name
 
     def _non_seq_shaped_like(self, outer_in_dims, role, i):
