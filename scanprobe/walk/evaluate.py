@@ -152,35 +152,65 @@ class Evaluation:
         """Replace Shape/Shape_i of computed variables by their inferred shapes.
 
         ``Shape_i{0}(scan_output)`` would run the scan; shape inference knows it is the scan's
-        n_steps (or whatever its infer_shape says) without running anything.
+        n_steps (or whatever its infer_shape says) without running anything. An inferred shape
+        may read other shapes: those are resolved first, on the original graph (never on a clone:
+        a cloned Scan would have its shapes inferred again, from a copy of its inner graph), and
+        the graph is cloned once, with every replacement final.
         """
+        return self._resolved_var(var, rounds, self.__dict__.setdefault("_shape_subst", {}))
+
+    def _shape_nodes(self, var):
+        """Shape/Shape_i nodes among ``var``'s ancestors, not walking into what they measure."""
         api = self.api
-        for _ in range(rounds):
-            replace = {}
-            for node in _ancestor_nodes([var]):
-                if not isinstance(node.op, (api.Shape, api.Shape_i)):
-                    continue
-                src = node.inputs[0]
-                if src.owner is None and src not in self.shapes.memo:
-                    continue  # an input: sized from what is known of it (a cut step's fresh inputs
-                    # come with their shapes over the step's inputs: walk/nested_cut.py)
-                shp = self.shapes(src)
-                if shp is None:
-                    continue
-                if isinstance(node.op, api.Shape_i):
-                    new = shp[node.op.i]
-                    if new.owner is not None and isinstance(new.owner.op, api.Shape_i) and new.owner.inputs[0] is src:
-                        continue  # nothing inferred: the shape of the value itself
-                elif getattr(src.type, "ndim", 0) > 0:
-                    new = api.T.stack([api.T.cast(d, "int64") for d in shp])
-                else:
-                    continue
-                if new is not node.outputs[0] and not any(v is node.outputs[0] for v in ancestors([new])):
-                    replace[node.outputs[0]] = api.T.cast(new, node.outputs[0].type.dtype)
-            if not replace:
-                return var
-            var = api.clone_replace(var, replace=replace)
-        return var
+        seen, stack, found = set(), [var], []
+        while stack:
+            v = stack.pop()
+            node = v.owner
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node.op, (api.Shape, api.Shape_i)):
+                found.append(node)
+                continue
+            stack.extend(node.inputs)
+        return found
+
+    def _resolved_var(self, var, depth, subst):
+        api = self.api
+        replace = {}
+        for node in self._shape_nodes(var):
+            out = node.outputs[0]
+            if out in subst:
+                if subst[out] is not None:
+                    replace[out] = subst[out]
+                continue
+            subst[out] = None  # in progress: a shape that reads itself stays as it is
+            new = self._inferred_shape(node)
+            if new is None or any(v is out for v in ancestors([new])):
+                continue
+            if depth > 0:
+                new = self._resolved_var(new, depth - 1, subst)
+            subst[out] = replace[out] = api.T.cast(new, out.type.dtype)
+        return api.clone_replace(var, replace=replace) if replace else var
+
+    def _inferred_shape(self, node):
+        """What shape inference says a Shape/Shape_i node computes, or None."""
+        api = self.api
+        src = node.inputs[0]
+        if src.owner is None and src not in self.shapes.memo:
+            return None  # an input: sized from what is known of it (a cut step's fresh inputs
+            # come with their shapes over the step's inputs: walk/nested_cut.py)
+        shp = self.shapes(src)
+        if shp is None:
+            return None
+        if isinstance(node.op, api.Shape_i):
+            new = shp[node.op.i]
+            if new.owner is not None and isinstance(new.owner.op, api.Shape_i) and new.owner.inputs[0] is src:
+                return None  # nothing inferred: the shape of the value itself
+            return new
+        if getattr(src.type, "ndim", 0) > 0:
+            return api.T.stack([api.T.cast(d, "int64") for d in shp])
+        return None
 
     def _evaluable(self, var, known):
         """The inputs to feed to compute ``var``, or None when computing it is not safe.
