@@ -190,6 +190,8 @@ class Evaluation:
                 continue
             if depth > 0:
                 new = self._resolved_var(new, depth - 1, subst)
+                if any(v is out for v in ancestors([new])):
+                    continue  # resolving it leads back to itself: kept as it is
             subst[out] = replace[out] = api.T.cast(new, out.type.dtype)
         return api.clone_replace(var, replace=replace) if replace else var
 
