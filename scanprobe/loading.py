@@ -465,18 +465,15 @@ class CaptureSession:
         # functions the module itself had PyMC compile (``model.compile_logp()``) take the value
         # variables: sized at the initial point too
         theirs = [c for c in self.functions if c.origin in ("user", "framework") and not c.given]
-        for name, model in found if theirs else []:
-            with contextlib.redirect_stdout(sys.stderr):
-                point = self.backend.model_point(model)
-            for cap in theirs:
-                labels = {getattr(v, "name", None) for v in cap.explicit_inputs()} - {None}
-                if labels and labels <= set(point) and not cap.given:
-                    cap.given, cap.given_source = point, f"initial point of {name}"
         for name, model in found:
             site = binding_site(self.path, name)
             try:
                 with contextlib.redirect_stdout(sys.stderr):
-                    functions = self.backend.model_functions(model)  # computes the initial point
+                    functions, point = self.backend.model_functions(model)  # the initial point, no hook
+                    for cap in theirs:
+                        labels = {getattr(v, "name", None) for v in cap.explicit_inputs()} - {None}
+                        if labels and labels <= set(point) and not cap.given:
+                            cap.given, cap.given_source = point, f"initial point of {name}"
                     self.backend.install_hooks(self)
                     for fn in functions:
                         start = len(self.functions)

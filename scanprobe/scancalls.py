@@ -101,7 +101,13 @@ class ScanCall:
     def returned_names(self) -> list[str]:
         """The names the step function returns, in order (``return var, loglik``); "" where a
         returned value is not a plain name, [] when the source cannot be read or returns differ.
-        A trailing updates value (``return x, updates``) is left out."""
+        A trailing updates value (``return x, updates``) is left out. Read once per call."""
+        cached = self.__dict__.get("_returned")
+        if cached is None:
+            cached = self.__dict__["_returned"] = self._read_returned_names()
+        return cached
+
+    def _read_returned_names(self) -> list[str]:
         fn = self.fn
         if getattr(fn, "__name__", "") == "<lambda>":
             return []

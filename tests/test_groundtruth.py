@@ -28,13 +28,20 @@ def analyse(name, mode, steps, monkeypatch):
     return analyse_module(str(TRUTH / name), mode=mode)
 
 
-def _known_gap(name, mode):
-    """Aesara's default mode: the gradient of nested_long_step keeps one buffer whose length
-    (min(2, x.shape[0] + 1) rows) scanprobe cannot evaluate: its shape graph fails in both of
-    Aesara's evaluation linkers (a Composite of over 32 inputs has no Python ufunc; the compiled
-    one reports a cycle in the resolved graph). Open in docs/next.md."""
-    if BACKEND == "aesara" and name == "nested_long_step.py" and mode is None:
-        pytest.xfail("Aesara: one gradient buffer of nested_long_step left symbolic (docs/next.md)")
+def _known_gap(name, mode, pred):
+    """``pred`` without the one buffer of a known gap, and whether it was taken out.
+
+    Aesara's default mode: the gradient of nested_long_step keeps one buffer (the outer backward
+    scan's sit_sot #0) whose length, min(2, x.shape[0] + 1) rows, scanprobe cannot evaluate: its
+    shape graph fails in both of Aesara's evaluation linkers (a Composite of over 32 inputs has no
+    Python ufunc; the compiled one reports a cycle in the resolved graph). Every other buffer is
+    still compared with the run; the test passes outright once that length is evaluated.
+    Open in docs/next.md."""
+    if not (BACKEND == "aesara" and name == "nested_long_step.py" and mode is None):
+        return pred, False
+    gap = [p for p in pred if p["shape"] is None and (p["scan"], p["within"], p["role"], p["index"])
+           == ("grad_of_scan_fn", "", "sit_sot", 0)]
+    return [p for p in pred if not any(p is g for g in gap)], bool(gap)
 
 
 def run_and_record(live):
@@ -58,15 +65,18 @@ def run_and_record(live):
 @pytest.mark.parametrize("mode", MODES, ids=["fast_compile", "default"])
 @pytest.mark.parametrize("name", FILES)
 def test_predicted_buffers_are_what_runs(backend, name, mode, steps, monkeypatch):
-    _known_gap(name, mode)
     analysis = analyse(name, mode, steps, monkeypatch)
+    gaps = False
     for live in analysis.live:
-        pred = predicted(live.target)
+        pred, gap = _known_gap(name, mode, predicted(live.target))
+        gaps |= gap
         assert all(p["shape"] is not None for p in pred), [p for p in pred if p["shape"] is None]
         real = run_and_record(live)
         assert real, f"{live.target.name}: no scan ran"
         problems = compare(pred, real)
         assert not problems, "\n".join([f"{name} {live.target.name} mode={mode} steps={steps}"] + problems)
+    if gaps:
+        pytest.xfail("Aesara: one gradient buffer of nested_long_step left symbolic; the others match the run")
 
 
 @pytest.mark.parametrize("mode", MODES, ids=["fast_compile", "default"])
@@ -77,11 +87,14 @@ def test_nested_buffers_from_the_cut_step_are_what_runs(backend, name, mode, mon
     from scanprobe.walk import nested_cut
 
     monkeypatch.setattr(nested_cut, "LIMIT", 0)
-    _known_gap(name, mode)
     analysis = analyse(name, mode, 300, monkeypatch)
+    gaps = False
     for live in analysis.live:
-        pred = predicted(live.target)
+        pred, gap = _known_gap(name, mode, predicted(live.target))
+        gaps |= gap
         assert any(p.get("within") for p in pred), "no nested buffer predicted"
         assert all(p["shape"] is not None for p in pred), [p for p in pred if p["shape"] is None]
         problems = compare(pred, run_and_record(live))
         assert not problems, "\n".join([f"{name} {live.target.name} mode={mode} (cut)"] + problems)
+    if gaps:
+        pytest.xfail("Aesara: one gradient buffer of nested_long_step left symbolic; the others match the run")

@@ -143,16 +143,13 @@ class Backend(ABC):
         """(name, model) for each probabilistic model (PyMC) bound in a user's module namespace."""
         return []
 
-    def model_functions(self, model) -> list:
-        """What a sampler compiles for ``model`` (``backends.pymc.ModelFunction``s)."""
-        return []
+    def model_functions(self, model) -> tuple[list, dict]:
+        """What a sampler compiles for ``model`` (``backends.pymc.ModelFunction``s), and the
+        model's initial point by variable name (what those functions' inputs start from)."""
+        return [], {}
 
     def is_model(self, obj) -> bool:
         return False
-
-    def model_point(self, model) -> dict:
-        """A model's initial point by variable name (what its functions' inputs start from)."""
-        return {}
 
     @abstractmethod
     def record_compiles(self):

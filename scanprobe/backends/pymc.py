@@ -60,11 +60,13 @@ def models_in(namespace: dict) -> list[tuple[str, Any]]:
     return out
 
 
-def model_functions(model) -> list[ModelFunction]:
-    """What the samplers compile for ``model``, each with the values of its inputs."""
+def model_functions(model) -> tuple[list[ModelFunction], dict]:
+    """What the samplers compile for ``model``, each with the values of its inputs; and the
+    initial point by variable name: value variables (transformed, as the log-density takes them)
+    and the untransformed random variables (as forward graphs take them)."""
     import pymc as pm
 
-    point = model.initial_point()
+    point, values = _initial_values(model)
     out = []
     grad_vars = list(model.continuous_value_vars)
     if grad_vars:
@@ -84,11 +86,6 @@ def model_functions(model) -> list[ModelFunction]:
 
     observed = list(model.observed_RVs)
     if observed:
-        # the free variables' values as the forward function takes them (untransformed), at the
-        # initial point: PyMC's own small function, compiled and run before any hook is installed
-        outs = list(model.unobserved_value_vars)
-        values = dict(zip([o.name for o in outs],
-                          model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore")(point)))
         free = [rv for rv in model.free_RVs if rv.name in values]
 
         def forward():
@@ -101,18 +98,14 @@ def model_functions(model) -> list[ModelFunction]:
         names = ", ".join(rv.name for rv in observed)
         out.append(ModelFunction("forward", f"posterior-predictive draws of {names} given the free variables "
                                  "(sample_posterior_predictive)", forward))
-    return out
+    return out, {**values, **point}
 
 
-def model_point(model) -> dict:
-    """The model's initial point by variable name: value variables (transformed, as the
-    log-density takes them) and the untransformed random variables (as forward graphs take them)."""
+def _initial_values(model) -> tuple[dict, dict]:
+    """(the initial point of the value variables, the untransformed variables' values there).
+
+    Both from PyMC's own small functions, compiled and run before any scanprobe hook is installed."""
     point = model.initial_point()
     outs = list(model.unobserved_value_vars)
-    values = dict(zip([o.name for o in outs], model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore")(point)))
-    values.update(point)
-    return values
-
-
-def version() -> str:
-    return str(getattr(sys.modules.get("pymc"), "__version__", "?"))
+    run = model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore")
+    return point, dict(zip([o.name for o in outs], run(point)))

@@ -42,11 +42,6 @@ class PyTensorBackend(FamilyBackend):
 
         return pymc.is_model(obj)
 
-    def model_point(self, model):
-        from scanprobe.backends import pymc
-
-        return pymc.model_point(model)
-
     @property
     def clone_code(self):
         return f"{self.module_name}.graph.clone_replace"

@@ -100,7 +100,7 @@ def cut_for_nested(backend, inputs, outputs) -> Cut | None:
         else:
             frontier.append(v)
     kept_outputs = [o for o in outputs if o.owner is not None and id(o.owner) in downstream]
-    if not kept_outputs or not frontier and len(keep) == len(nodes):
+    if not kept_outputs or (not frontier and len(keep) == len(nodes)):
         return None
     fresh = {}
     for v in frontier:
