@@ -131,3 +131,27 @@ def test_jax_route_says_which_scan_cannot_go(backend):
     err = res.json()["error"]
     assert "cannot run on the JAX linker" in err["message"] and "static" in err["message"]  # jax's own words vary
     assert "bounds that depend on the step" in err["message"] and "static" in err["hint"]
+
+
+def test_calls_that_end_past_the_timeout_between_two_polls_are_a_timeout(tmp_path):
+    # the supervisor polls; a call that ends past --timeout before it looks is a timeout all the
+    # same (the verdict must not depend on how busy the machine is)
+    import json
+    import time
+
+    from scanprobe.commands.profile import run_error
+    from scanprobe.runners.child import Overran, Result
+
+    result = Result(str(tmp_path / "result.json"), runs=1, timeout=0.001)
+    with pytest.raises(Overran):
+        with result.timed():
+            time.sleep(0.01)
+    data = json.loads((tmp_path / "result.json").read_text())
+    assert data["overran_s"] >= 0.01 and data["running_since"] is None
+    data["exit"] = {"killed_for": "timeout"}
+    err = run_error(data, 0.001, None)
+    assert err.kind == "timeout" and "more than --timeout 0.001 s" in err.message, err
+    within = Result(str(tmp_path / "ok.json"), runs=1, timeout=60)
+    with within.timed():
+        pass
+    assert "overran_s" not in within.data

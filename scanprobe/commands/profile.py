@@ -123,8 +123,10 @@ def run_error(data: dict, timeout, memory_limit, targets=()):
             "raise --memory-limit, or shrink what `scanprobe inspect` reports", "memory",
         )
     if ex.get("killed_for") == "timeout":
+        overran = data.get("overran_s")
+        said = f"its calls took {overran:.3g} s, more than" if overran is not None else "still running after"
         return RunError(
-            f"stopped while {step}: still running after --timeout {timeout:g} s",
+            f"stopped while {step}: {said} --timeout {timeout:g} s",
             "raise --timeout, or profile a smaller size (a hang in user code ends here too)", "timeout",
         )
     if ex.get("killed_for") == "load_timeout":

@@ -28,9 +28,10 @@ from scanprobe.runners.memory import RssSampler, available_bytes, peak_rss_bytes
 class Result:
     """The result file the parent reads: rewritten after every step."""
 
-    def __init__(self, path, runs=3):
+    def __init__(self, path, runs=3, timeout=None):
         self.path = path
         self.runs = runs
+        self.timeout = timeout
         self.data = {"targets": [], "notes": [], "error": None, "step": "starting"}
 
     def step(self, text):
@@ -49,13 +50,24 @@ class Result:
         try:
             yield
         finally:
-            self.data["ran_s"] = self.data.get("ran_s", 0.0) + time.time() - self.data["running_since"]
+            took = time.time() - self.data["running_since"]
+            self.data["ran_s"] = self.data.get("ran_s", 0.0) + took
             self.data["running_since"] = None
             self.save()
+        # calls that finished past --timeout between two polls of the supervisor are a timeout
+        # all the same: the verdict must not depend on how busy the machine is
+        if self.timeout is not None and took > self.timeout:
+            self.data["overran_s"] = took
+            self.save()
+            raise Overran(took)
 
     def measure(self, fn, values) -> Measurement:
         with self.timed():
             return measure(fn, values, self.runs)
+
+
+class Overran(BaseException):
+    """The user's calls took longer than --timeout (they ended before the supervisor saw it)."""
 
 
 def values_for(live, specs):
@@ -328,7 +340,7 @@ def _fix(result, analysis, specs, spec):
 def main(spec_path: str) -> int:
     with open(spec_path) as fh:
         spec = json.load(fh)
-    result = Result(spec["result"], spec.get("runs", 3))
+    result = Result(spec["result"], spec.get("runs", 3), spec.get("timeout"))
     from scanprobe.inputs import parse_input_spec
     from scanprobe.pipeline import analyse_module
 
@@ -343,6 +355,8 @@ def main(spec_path: str) -> int:
         else:
             _profile(result, analysis, specs, spec)
         return 0
+    except Overran:
+        return 124
     except ScanprobeError as err:
         result.data["error"] = {"message": err.message, "hint": err.hint, "frames": [to_plain(f) for f in err.frames]}
         result.save()

@@ -22,7 +22,7 @@ def run_child(spec: dict, timeout: float, memory_limit: int | None, on_step=None
     "peak_rss"}. The user's code never runs in this process.
     """
     with tempfile.TemporaryDirectory(prefix="scanprobe-") as tmp:
-        spec = dict(spec, result=os.path.join(tmp, "result.json"))
+        spec = dict(spec, result=os.path.join(tmp, "result.json"), timeout=timeout)
         spec_path = os.path.join(tmp, "spec.json")
         with open(spec_path, "w") as fh:
             json.dump(spec, fh)
@@ -66,6 +66,8 @@ def run_child(spec: dict, timeout: float, memory_limit: int | None, on_step=None
                     on_step(step)
                 time.sleep(0.02)
         data = _read(spec["result"])
+        if killed_for is None and data.get("overran_s") is not None:
+            killed_for = "timeout"
         with open(log_path, errors="replace") as fh:
             log_text = fh.read()
     code = proc.returncode
