@@ -41,15 +41,28 @@ def _role_of(backend, node):
     return out
 
 
+class Records(list):
+    """Buffers recorded by the hooked thunks; ``reset()`` before another call of the same
+    function records that call afresh (the thunks stay hooked after linking)."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: set = set()
+
+    def reset(self):
+        self.clear()
+        self.seen.clear()
+
+
 @contextlib.contextmanager
 def hooked(backend):
-    """Record every scan buffer of the calls made inside the ``with`` (records appended to the
-    yielded list, first run of each Scan node only)."""
+    """Record every scan buffer of the calls of functions linked inside the ``with`` (records
+    appended to the yielded ``Records``, first run of each Scan node since the last reset)."""
     Scan = backend.api.Scan
     original = Scan.make_thunk
-    records: list = []
+    records = Records()
     within: list = []  # names of the scans whose step is running (the path to a nested scan)
-    seen = set()
+    seen = records.seen
 
     def make_thunk(self, node, storage_map, compute_map, no_recycling, impl=None):
         thunk = original(self, node, storage_map, compute_map, no_recycling, impl)

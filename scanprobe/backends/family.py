@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 from abc import abstractmethod
 
 from scanprobe import records as R
@@ -433,73 +434,84 @@ class FamilyBackend(Backend):
         """(inputs, outputs) of the inner graph a Scan runs: optimized the way the op itself does
         when it is linked (its own mode, not the outer function's: in FAST_COMPILE a nested scan
         still gets save-mem inside), stopped before linking. Where the outer optimization has
-        already optimized the inner graph (PyTensor >= 3.2: linking only), that graph."""
+        already optimized the inner graph (PyTensor >= 3.2: linking only), that graph. One
+        optimization per node: walking the same graph again (other input sizes) reuses it."""
+        cache = self.__dict__.setdefault("_run_inner", weakref.WeakKeyDictionary())
+        if node not in cache:
+            cache[node] = self._run_inner_graph(node)
+        return cache[node]
+
+    def _run_inner_graph(self, node):
         op = node.op
-        fn = op.__dict__.get("_fn") or op.__dict__.get("fn")
-        if fn is not None and hasattr(fn, "maker"):  # linked already (the module called the function)
-            return list(fn.maker.fgraph.inputs), list(fn.maker.fgraph.outputs)
-        if hasattr(op, "compile_fn") and hasattr(op, "link_mode"):
+        linked = self._linked_inner(op)
+        if linked is not None:
+            return linked
+        if not self._optimizes_inner(op):
             return self.inner_graph(node)
-        maker_cls = self.api.FunctionMaker
-        original_create = maker_cls.__dict__["create"]
+        if not isinstance(getattr(type(op), "fn", None), property):  # Theano: make_thunk compiles
+            return self.optimize_like_inner(node, *self.inner_graph(node)) or self.inner_graph(node)
+        # PyTensor <= 3.1, Aesara: the op's own `fn` property (it prepares the graph its way), with
+        # a copy of its graph (the property optimizes op.fgraph in place) and the lean mode
+        own = {key: op.__dict__.get(key, _UNSET) for key in ("fgraph", "mode_instance", "mode")}
+        lean = _lean(self._inner_mode(op))
 
-        def create(maker, *a, **kw):
-            raise _StopBeforeLink(maker, a, kw)
+        def prepare():
+            if own["fgraph"] is not _UNSET and own["fgraph"] is not None:
+                op.__dict__["fgraph"] = own["fgraph"].clone()
+            if own["mode_instance"] not in (_UNSET, None):  # Aesara: the op's mode_instance
+                op.__dict__["mode_instance"] = lean
+            elif own["mode"] != "FAST_COMPILE":  # PyTensor: what the property would make, lean
+                op.__dict__["mode"] = lean
+            op.fn
 
-        maker_cls.create = create
-        own_fgraph = op.__dict__.get("fgraph")
-        own_mode = op.__dict__.get("mode_instance")
-        own_name = op.__dict__.get("mode", _UNSET)
         try:
-            with self.without_traces():
-                if isinstance(getattr(type(op), "fn", None), property):  # PyTensor <= 3.1, Aesara
-                    if own_fgraph is not None:  # the property optimizes op.fgraph in place: a copy
-                        op.__dict__["fgraph"] = own_fgraph.clone()
-                    name = getattr(op, "mode", None)
-                    if own_mode is not None:  # Aesara: the op's mode_instance
-                        op.__dict__["mode_instance"] = _lean(own_mode)
-                    elif name in (None, "FAST_RUN"):  # PyTensor: what the property would make
-                        op.__dict__["mode"] = _lean(self.api.Mode("cvm", "fast_run"))
-                    elif name != "FAST_COMPILE":
-                        op.__dict__["mode"] = _lean(self.api.get_mode(name))
-                    op.fn
-                else:  # Theano: make_thunk compiles with the op's mode_instance
-                    mode = getattr(op, "mode_instance", None) or self.api.get_mode(None)
-                    ins, outs = self.inner_graph(node)
-                    self.api.function(ins, outs, mode=_lean(mode), on_unused_input="ignore", accept_inplace=True)
-        except _StopBeforeLink as stop:
-            fg = stop.maker.fgraph
-            return list(fg.inputs), list(fg.outputs)
-        except Exception:  # noqa: BLE001 - the op cannot be prepared here: its graph as it stands
-            return self.inner_graph(node)
+            return self._optimized_before_link(prepare) or self.inner_graph(node)
         finally:
-            maker_cls.create = original_create
-            if own_fgraph is not None:
-                op.__dict__["fgraph"] = own_fgraph
-            if own_mode is not None:
-                op.__dict__["mode_instance"] = own_mode
-            if own_name is _UNSET:
-                op.__dict__.pop("mode", None)
-            else:
-                op.__dict__["mode"] = own_name
-        return self.inner_graph(node)
+            for key, value in own.items():
+                if value is _UNSET:
+                    op.__dict__.pop(key, None)
+                else:
+                    op.__dict__[key] = value
 
     def optimize_like_inner(self, node, inputs, outputs):
         """(inputs, outputs) of the graph ``inputs -> outputs`` optimized the way the Scan ``node``
         optimizes its inner graph when linked (its own mode, lean), stopped before linking; None
         where the op runs its inner graph as it stands (PyTensor >= 3.2, or linked already)."""
         op = node.op
-        fn = op.__dict__.get("_fn") or op.__dict__.get("fn")
-        if (fn is not None and hasattr(fn, "maker")) or (hasattr(op, "compile_fn") and hasattr(op, "link_mode")):
+        if self._linked_inner(op) is not None or not self._optimizes_inner(op):
             return None
+        mode = _lean(self._inner_mode(op))
+        return self._optimized_before_link(
+            lambda: self.api.function(inputs, outputs, mode=mode, on_unused_input="ignore", accept_inplace=True))
+
+    @staticmethod
+    def _linked_inner(op):
+        """(inputs, outputs) of the inner function a Scan op has linked already (the module called
+        the function), else None."""
+        fn = op.__dict__.get("_fn") or op.__dict__.get("fn")
+        if fn is not None and hasattr(fn, "maker"):
+            return list(fn.maker.fgraph.inputs), list(fn.maker.fgraph.outputs)
+        return None
+
+    @staticmethod
+    def _optimizes_inner(op) -> bool:
+        """False where the op links its inner graph as it stands (PyTensor >= 3.2: the outer
+        optimization already optimized it)."""
+        return not (hasattr(op, "compile_fn") and hasattr(op, "link_mode"))
+
+    def _inner_mode(self, op):
+        """The mode a Scan op optimizes its inner graph with when it is linked."""
         own_mode = op.__dict__.get("mode_instance")
-        name = op.__dict__.get("mode")
         if own_mode is not None:  # Theano, Aesara
-            mode = own_mode
-        elif isinstance(getattr(type(op), "fn", None), property):  # PyTensor <= 3.1: what the property makes
-            mode = self.api.Mode("cvm", "fast_run") if name in (None, "FAST_RUN") else self.api.get_mode(name)
-        else:
-            mode = self.api.get_mode(None)
+            return own_mode
+        name = op.__dict__.get("mode")
+        if isinstance(getattr(type(op), "fn", None), property):  # PyTensor <= 3.1: what the property makes
+            return self.api.Mode("cvm", "fast_run") if name in (None, "FAST_RUN") else self.api.get_mode(name)
+        return self.api.get_mode(None)
+
+    def _optimized_before_link(self, prepare):
+        """(inputs, outputs) of the graph that ``prepare()`` has the backend optimize, stopped at
+        FunctionMaker.create (nothing is linked); None where preparing fails."""
         maker_cls = self.api.FunctionMaker
         original_create = maker_cls.__dict__["create"]
 
@@ -509,11 +521,11 @@ class FamilyBackend(Backend):
         maker_cls.create = create
         try:
             with self.without_traces():
-                self.api.function(inputs, outputs, mode=_lean(mode), on_unused_input="ignore", accept_inplace=True)
+                prepare()
         except _StopBeforeLink as stop:
             fg = stop.maker.fgraph
             return list(fg.inputs), list(fg.outputs)
-        except Exception:  # noqa: BLE001 - the cut graph cannot be prepared: the whole one is
+        except Exception:  # noqa: BLE001 - the graph cannot be prepared here
             return None
         finally:
             maker_cls.create = original_create
