@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scanprobe.bindings import binding_site, bindings, flatten, wrapped
+from scanprobe.bindings import bindings, flatten, wrapped
 from scanprobe.errors import ScanprobeError, Timeout, UserCodeError
 from scanprobe.records import Site
 from scanprobe.scancalls import ScanCall
@@ -444,55 +444,6 @@ class CaptureSession:
             else:
                 seen[label] = 1
         return module
-
-    def add_model_targets(self, wanted: str | None = None) -> list[str]:
-        """The functions a sampler would compile for each model the module binds at top level
-        (or for the model a function named ``wanted`` returns): targets ``NAME.logp_dlogp`` and
-        ``NAME.logp``, sited at the line that binds the model. Returns one line per model."""
-        if self.module is None:
-            return []
-        found = self.backend.models_in(self.module.__dict__)
-        func = self.module.__dict__.get(wanted) if wanted else None
-        if wanted and callable(func) and not self.backend.is_variable(func) \
-                and not any(c.label == wanted or wanted in c.names for c in self.functions):
-            try:
-                made = func()
-            except Exception as exc:  # noqa: BLE001 - the user's function failed
-                raise _user_error(self, exc, f"{wanted}() raised") from None
-            if self.backend.is_model(made):
-                found = [(wanted, made)]
-        lines = []
-        # functions the module itself had PyMC compile (``model.compile_logp()``) take the value
-        # variables: sized at the initial point too
-        theirs = [c for c in self.functions if c.origin in ("user", "framework") and not c.given]
-        for name, model in found:
-            site = binding_site(self.path, name)
-            try:
-                with contextlib.redirect_stdout(sys.stderr):
-                    functions, point = self.backend.model_functions(model)  # the initial point, no hook
-                    for cap in theirs:
-                        labels = {getattr(v, "name", None) for v in cap.explicit_inputs()} - {None}
-                        if labels and labels <= set(point) and not cap.given:
-                            cap.given, cap.given_source = point, f"initial point of {name}"
-                    self.backend.install_hooks(self)
-                    for fn in functions:
-                        start = len(self.functions)
-                        self._compiling_for = (f"{name}.{fn.what}", site)
-                        try:
-                            given = fn.compile()
-                        finally:
-                            self._compiling_for = None
-                        for cap in self.functions[start:]:
-                            cap.given, cap.given_source = given, "initial point"
-                        lines.append(f"{name}.{fn.what}: {fn.describe}, as the samplers compile it, "
-                                     "with inputs at the model's initial point")
-            except (KeyboardInterrupt, Timeout, ScanprobeError):
-                raise
-            except Exception as exc:  # noqa: BLE001 - PyMC failed on the user's model
-                raise _user_error(self, exc, f"compiling the model {name} raised") from None
-            finally:
-                self.backend.remove_hooks()
-        return lines
 
     def user_targets(self, include_library=False) -> list[Captured]:
         return [c for c in self.functions if c.origin in ("user", "framework", "model") or include_library]

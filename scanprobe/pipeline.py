@@ -180,6 +180,7 @@ def _analyse_module(spec, backend_name, mode, inputs, include_library, progress,
     from scanprobe.backends import resolve
     from scanprobe.inputs import knowledge_for, parse_input_spec
     from scanprobe.loading import CaptureSession
+    from scanprobe.model_targets import add_model_targets
     from scanprobe.walk.picture import picture
     from scanprobe.walk.walker import analyse
 
@@ -198,7 +199,7 @@ def _analyse_module(spec, backend_name, mode, inputs, include_library, progress,
     step(f"running {path.name}")
     session.run()
     step("compiling the models' sampler functions")
-    report.notes.extend(session.add_model_targets(wanted))
+    report.notes.extend(add_model_targets(session, wanted))
     if not session.functions:
         raise NothingCompiled(
             f"{path.name} compiled no function",
