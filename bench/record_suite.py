@@ -1,7 +1,7 @@
 """Record the per-leg times a `bash .ci/run` (or `bash scripts/test`) printed.
 
 Usage: python3 bench/record_suite.py CI_LOG "command that made it"
-Writes bench/results/suite_ci.json (read by bench/render.py, table 7).
+Writes bench/results/suite_ci_<date>.json (read by bench/render.py, table 7; earlier runs kept).
 """
 
 import json
@@ -23,12 +23,15 @@ def main():
              "setup_s": setups.get(m.group(1))}
             for m in re.finditer(r"^  (\S+) \(([^)]*)\): exit (\d+), tests (\d+) s$", text, re.M)]
     total = re.search(r"CI exit (\d+) in (\d+) s", text)
+    how = re.search(r"^=== legs \((.*)\):$", text, re.M)
     result = {
         "command": command, "legs": legs, "total_s": int(total.group(2)) if total else None,
         "exit": int(total.group(1)) if total else None,
+        "how": how.group(1) if how else None,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
-    (HERE / "results" / "suite_ci.json").write_text(json.dumps(result, indent=1))
+    name = "suite_ci_" + time.strftime("%Y%m%d_%H%M", time.gmtime()) + ".json"  # earlier runs stay beside it
+    (HERE / "results" / name).write_text(json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))
 
 

@@ -301,13 +301,16 @@ def table_suite():
     out = [
         "## 7. Test suite time per leg (`bash .ci/run` on a clean clone)",
         "",
-        "Legs set up one after another, then tested side by side (two at a time on 2 cores), so a",
-        "leg's time includes its share of a busy machine.",
+        "Legs set up one after another, then tested as the run's header line says: side by side",
+        "(\"side by side, 2 at a time\", before 2026-12-01 noon: a leg's time includes its share of a busy",
+        "machine) or one at a time with pytest-xdist workers on every core (a leg's time is its own).",
         "",
         "| leg | set-up | tests | result |",
         "|---|---|---|---|",
     ]
     for d in rows:
+        if d.get("how"):
+            out += [f"| *legs: {d['how']}* | | | |"]
         for leg in d["legs"]:
             out.append(f"| {leg['leg']} ({leg['version']}) | {leg.get('setup_s', '—')} s | {leg['tests_s']} s | exit {leg['exit']} |")
         out += ["", f"Whole CI run: {d['total_s']} s. Command: `{d['command']}` on {d['machine']}, {d['date']}.", ""]

@@ -16,7 +16,7 @@ LAYERS = [
     ("walk", "analysis.history"),
     ("rules",),
     ("results", "settings", "inputs"),
-    ("loading", "scancalls", "bindings"),
+    ("loading", "scancalls", "bindings", "model_targets"),
     ("fixes",),
     ("pipeline",),
     ("runners",),

@@ -109,3 +109,27 @@ def test_random_state_in_scan_and_targets_in_a_dict(backend):
     acc, unread = sorted(findings(rep), key=lambda f: -f["bytes"])
     assert acc["target"] == "fns['FAST_COMPILE']" and "`W`" in acc["message"] and acc["bytes"] == 21 * 5 * 5 * 8
     assert unread["target"] == "fns['FAST_COMPILE']" and "nothing reads it" in unread["message"]
+
+
+def test_shape_arithmetic_the_linkers_refuse_is_computed_node_by_node(backend):
+    """The last resort of walk/evaluate.py: where both evaluation linkers refuse a shape graph
+    (an elementwise op of over 32 inputs has no numpy ufunc; in-place ops cut from an optimized
+    graph make Aesara report a cycle), it is computed node by node, reading no data."""
+    import types
+
+    import numpy as np
+
+    from scanprobe.backends import get_backend
+    from scanprobe.walk.evaluate import Evaluation
+
+    b = get_backend(backend)
+    b.load([])
+    T = b.api.T
+    x = T.vector("x", dtype="float64")
+    n = x.shape[0]
+    total = T.add(*[n + i for i in range(40)])  # one elementwise node of 40 inputs
+    assert len(total.owner.inputs) == 40
+    stand_in = np.broadcast_to(np.zeros((), dtype="float64"), (7,))  # the shape only, as _evaluable feeds
+    (value,) = Evaluation._interpret(types.SimpleNamespace(api=b.api), [total], {x: stand_in})
+    assert int(value) == 40 * 7 + sum(range(40))
+    assert Evaluation._interpret(types.SimpleNamespace(api=b.api), [x.sum()], {}) is None  # an unknown input

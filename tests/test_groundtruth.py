@@ -9,12 +9,10 @@ not depend on it); the buffers the run allocates are recorded (tests/groundtruth
 predicted one must equal them.
 """
 
-import os
-
 import pytest
 from groundtruth import compare, evaluated, hooked, predicted
 
-from conftest import BACKEND, FIXTURES
+from conftest import FIXTURES
 
 TRUTH = FIXTURES / "truth"
 FILES = sorted(p.name for p in TRUTH.glob("[!_]*.py"))
@@ -27,22 +25,6 @@ def analyse(name, mode, steps, monkeypatch):
 
     monkeypatch.setenv("STEPS", str(steps))
     return analyse_module(str(TRUTH / name), mode=mode)
-
-
-def _known_gap(name, mode, pred):
-    """``pred`` without the one buffer of a known gap, and whether it was taken out.
-
-    Aesara's default mode: the gradient of nested_long_step keeps one buffer (the outer backward
-    scan's sit_sot #0) whose length, min(2, x.shape[0] + 1) rows, scanprobe cannot evaluate: its
-    shape graph fails in both of Aesara's evaluation linkers (a Composite of over 32 inputs has no
-    Python ufunc; the compiled one reports a cycle in the resolved graph). Every other buffer is
-    still compared with the run; the test passes outright once that length is evaluated.
-    Open in docs/next.md."""
-    if not (BACKEND == "aesara" and name == "nested_long_step.py" and mode is None):
-        return pred, False
-    gap = [p for p in pred if p["shape"] is None and (p["scan"], p["within"], p["role"], p["index"])
-           == ("grad_of_scan_fn", "", "sit_sot", 0)]
-    return [p for p in pred if not any(p is g for g in gap)], bool(gap)
 
 
 def run_and_record(live, calls=None):
@@ -93,7 +75,6 @@ def test_predicted_buffers_are_what_runs(backend, name, mode, monkeypatch):
     """At 2, 300 and 5,000 steps, and for nested fixtures with every step cut
     (walk/nested_cut.py). One build and one linked function serve every length where the graph
     does not depend on it (the same function a user runs on longer data)."""
-    gaps = False
     calls: dict = {}
     first = analyse(name, mode, STEPS[0], monkeypatch)
     one_build = callable(first.live[0].session.module.__dict__.get("SCANPROBE_INPUTS"))
@@ -105,8 +86,7 @@ def test_predicted_buffers_are_what_runs(backend, name, mode, monkeypatch):
         else:
             lives, calls = analyse(name, mode, steps, monkeypatch).live, {}
         for live in lives:
-            pred, gap = _known_gap(name, mode, predicted(live.target))
-            gaps |= gap
+            pred = predicted(live.target)
             assert all(p["shape"] is not None for p in pred), (steps, [p for p in pred if p["shape"] is None])
             real = run_and_record(live, calls)
             assert real, f"{live.target.name}: no scan ran"
@@ -119,10 +99,8 @@ def test_predicted_buffers_are_what_runs(backend, name, mode, monkeypatch):
 
         monkeypatch.setattr(nested_cut, "LIMIT", 0)
         for live in _lengths(first, 300, monkeypatch):
-            pred, gap = _known_gap(name, mode, predicted(live.target))
+            pred = predicted(live.target)
             assert any(p.get("within") for p in pred), "no nested buffer predicted"
             assert all(p["shape"] is not None for p in pred), [p for p in pred if p["shape"] is None]
             problems = compare(pred, run_and_record(live, calls))
             assert not problems, "\n".join([f"{name} {live.target.name} mode={mode} (cut)"] + problems)
-    if gaps:
-        pytest.xfail("Aesara: one gradient buffer of nested_long_step left symbolic; the others match the run")

@@ -112,7 +112,57 @@ class Evaluation:
                 if results is not None:
                     out[var] = _as_int(results[0])
                     break
+            else:  # both linkers refused: node by node, here
+                results = self._interpret([resolved], inputs)
+                if results is not None:
+                    out[var] = _as_int(results[0])
         return out
+
+    def _interpret(self, outputs, feeds):
+        """``outputs`` computed node by node with each op's Python ``perform`` (an elementwise
+        op: its scalar op on each element), or None when an op refuses.
+
+        The last resort, for shape graphs both linkers refuse: one cut from an optimized graph
+        keeps its in-place ops, whose destroy orderings a new function can find cyclic
+        (Aesara: "graph contains cycles"), and an elementwise op of over 32 inputs has no numpy
+        ufunc for the Python linker. Here a destroyed input is copied first, and the graphs
+        are scalars and short vectors (``_evaluable``)."""
+        from scanprobe.backends.graphs import toposort
+
+        api = self.api
+        values = {}
+        for var, fed in feeds.items():
+            values[var] = var.get_value(borrow=True) if fed is None and isinstance(var, api.SharedVariable) else fed
+
+        def value_of(v):
+            if v in values:
+                return values[v]
+            if _is_constant(api, v):
+                return v.data
+            raise KeyError(v)
+
+        try:
+            for node in toposort(outputs):
+                ins = [value_of(v) for v in node.inputs]
+                for k in {i for ii in getattr(node.op, "destroy_map", {}).values() for i in ii}:
+                    ins[k] = np.array(ins[k], copy=True)
+                if isinstance(node.op, api.Elemwise):
+                    outs = _elementwise(node, ins)
+                else:
+                    storage = [[None] for _ in node.outputs]
+                    try:  # ops with parameters take them as a fourth argument
+                        params = node.op.get_params(node)
+                    except Exception:  # noqa: BLE001 - MethodNotDefined: an op without parameters
+                        params = None
+                    if params is not None:
+                        node.op.perform(node, ins, storage, params)
+                    else:
+                        node.op.perform(node, ins, storage)
+                    outs = [s[0] for s in storage]
+                values.update(zip(node.outputs, outs))
+            return [value_of(v) for v in outputs]
+        except Exception:  # noqa: BLE001 - an op without a Python implementation
+            return None
 
     def _run(self, outputs, feeds, mode):
         """``outputs`` computed from ``feeds`` in ``mode``, or None when that fails."""
@@ -266,3 +316,16 @@ class Evaluation:
                 feeds[v] = np.broadcast_to(np.zeros((), dtype=dtype), tuple(fed[1]))
         return feeds
 
+
+def _elementwise(node, ins):
+    """An elementwise node's outputs, its scalar op applied element by element (shape graphs
+    are scalars and short vectors)."""
+    arrays = [np.asarray(x) for x in ins]
+    shape = np.broadcast_shapes(*[a.shape for a in arrays])
+    arrays = [np.broadcast_to(a, shape) for a in arrays]
+    outs = [np.empty(shape, dtype=o.type.dtype) for o in node.outputs]
+    for idx in np.ndindex(*shape):
+        res = node.op.scalar_op.impl(*[a[idx] for a in arrays])
+        for o, r in zip(outs, res if len(outs) > 1 else (res,)):
+            o[idx] = r
+    return outs
