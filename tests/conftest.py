@@ -33,16 +33,19 @@ def _installed_backend() -> str:
 
 BACKEND = _installed_backend()
 os.environ.setdefault("SAMPLE_BACKEND", BACKEND)  # samples run in this process pick the same backend
-os.environ.setdefault("THEANO_FLAGS", f"base_compiledir={ROOT / '.cache' / 'theano'}")
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    # Theano holds one lock per compile cache while gcc runs, so workers sharing a cache compile
-    # one at a time: each worker gets its own (cold Theano leg, 2 workers: 555 s instead of 646 s,
-    # 473 C modules instead of 360; docs/next.md)
-    import re as _re
+# the C backends' compile cache under the clone, one per pytest-xdist worker, finished modules
+# copied between workers before each test (tests/compile_cache.py)
+import compile_cache as _compile_cache  # noqa: E402
 
-    os.environ["THEANO_FLAGS"] = _re.sub(
-        r"(base_compiledir=[^,]*)", lambda m: m.group(1) + "/" + os.environ["PYTEST_XDIST_WORKER"],
-        os.environ["THEANO_FLAGS"], count=1)
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER") or None
+_CACHE = _compile_cache.configure(ROOT, BACKEND, _WORKER)
+COMPILE_CACHE = _CACHE  # this process's compile cache (None for a backend without one)
+# the includes every C module starts with, precompiled once per leg (made by the first process, the
+# pytest-xdist controller, before the workers start)
+_PCH = _compile_cache.precompiled_header(ROOT, BACKEND, sys.executable, build=not _WORKER) if _CACHE else None
+if _PCH is not None:
+    _compile_cache.use_precompiled_header(BACKEND, _PCH)
+_SYNC = _compile_cache.SiblingSync(_CACHE) if (_CACHE is not None and _WORKER) else None
 os.environ.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".cache" / "numba"))
 
 
@@ -94,7 +97,6 @@ pytest_plugins = ["pytester"]
 
 def child_env(**extra) -> dict:
     env = dict(os.environ)
-    env.setdefault("THEANO_FLAGS", f"base_compiledir={ROOT / '.cache' / 'theano'}")
     env.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".cache" / "numba"))
     env["SAMPLE_BACKEND"] = BACKEND
     env.pop("SCANPROBE_DEBUG", None)
@@ -152,6 +154,14 @@ def scanprobe(*args, env=None, cwd=None, timeout=600, isolated=False) -> Result:
     if res.exception is not None and not isinstance(res.exception, SystemExit):
         raise res.exception
     return Result(res.exit_code, res.stdout, res.stderr)
+
+
+@pytest.fixture(autouse=True)
+def _modules_from_other_workers():
+    """Modules the other workers compiled, copied into this worker's cache before each test."""
+    if _SYNC is not None:
+        _SYNC()
+    yield
 
 
 @pytest.fixture

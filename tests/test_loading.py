@@ -4,7 +4,7 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import FIXTURES, ROOT, child_env, scanprobe
+from conftest import COMPILE_CACHE, FIXTURES, ROOT, child_env, scanprobe
 from helpers import findings
 
 
@@ -85,7 +85,7 @@ def test_theano_flags_of_the_user_are_kept(backend):
         return  # the flag handling is Theano's alone; PyTensor needs none
     res = scanprobe(
         "inspect", FIXTURES / "two_targets.py", "--format", "json",
-        env={"THEANO_FLAGS": f"base_compiledir={ROOT / '.cache' / 'theano'},floatX=float32"},
+        env={"THEANO_FLAGS": f"base_compiledir={COMPILE_CACHE},floatX=float32"},
     )
     assert res.rc == 1, res
     note = " ".join(res.json()["notes"])

@@ -1,0 +1,60 @@
+"""The test run's compile caches (tests/compile_cache.py): finished modules are shared between
+workers, unfinished or already present ones are not; the precompiled header falls back to the
+real header."""
+
+import os
+import time
+
+from compile_cache import SiblingSync, with_compiledir
+
+from conftest import BACKEND, COMPILE_CACHE
+
+
+def _module(parent, name, so, age_s=10.0, key=True):
+    d = parent / "compiledir_X" / name
+    d.mkdir(parents=True)
+    (d / "mod.cpp").write_text("// code\n")
+    (d / f"m{so}.so").write_bytes(b"\x7fELF")
+    if key:
+        (d / "key.pkl").write_bytes(b"k")
+        old = time.time() - age_s
+        os.utime(d / "key.pkl", (old, old))
+    return d
+
+
+def test_finished_modules_are_copied_once_and_others_left(tmp_path):
+    own, other = tmp_path / "gw0", tmp_path / "gw1"
+    _module(own, "tmpmine", "aaa")
+    _module(other, "tmpdone", "bbb")
+    _module(other, "tmpsame", "aaa")                # a module this worker has: not copied
+    _module(other, "tmpfresh", "ccc", age_s=0.0)    # key.pkl still being written
+    _module(other, "tmpgcc", "ddd", key=False)       # gcc still running
+    sync = SiblingSync(own)
+    assert sync() == 1
+    names = sorted(p.name for p in (own / "compiledir_X").iterdir())
+    assert names == ["tmpdone", "tmpmine"]
+    assert (own / "compiledir_X" / "tmpdone" / "mbbb.so").read_bytes() == b"\x7fELF"
+    assert sync() == 0  # nothing new
+    old = time.time() - 10
+    os.utime(other / "compiledir_X" / "tmpfresh" / "key.pkl", (old, old))
+    assert sync() == 1 and (own / "compiledir_X" / "tmpfresh").is_dir()
+
+
+def test_compiledir_flag_is_set_or_replaced():
+    assert with_compiledir("", "/c") == "base_compiledir=/c"
+    assert with_compiledir("floatX=float32", "/c") == "floatX=float32,base_compiledir=/c"
+    assert with_compiledir("base_compiledir=/a,floatX=float32", "/c") == "base_compiledir=/c,floatX=float32"
+
+
+def test_the_precompiled_header_falls_back_to_the_real_one():
+    """Where a leg has one, its folder's Python.h is only the real header, and the backend's flags
+    put the folder on the include path of this run's compiles."""
+    if COMPILE_CACHE is None:
+        return
+    var = {"theano": "THEANO_FLAGS", "aesara": "AESARA_FLAGS", "pytensor": "PYTENSOR_FLAGS"}[BACKEND]
+    flags = os.environ.get(var, "")
+    assert "base_compiledir=" in flags
+    if "cxxflags=-I" in flags:
+        folder = flags.split("cxxflags=-I", 1)[1].split(",")[0]
+        assert open(os.path.join(folder, "Python.h")).read() == "#include_next <Python.h>\n"
+        assert os.path.getsize(os.path.join(folder, "Python.h.gch")) > 0
