@@ -5,6 +5,8 @@ real header."""
 import os
 import time
 
+import pytest
+
 from compile_cache import SiblingSync, with_compiledir
 
 from conftest import BACKEND, COMPILE_CACHE
@@ -50,7 +52,7 @@ def test_the_precompiled_header_falls_back_to_the_real_one():
     """Where a leg has one, its folder's Python.h is only the real header, and the backend's flags
     put the folder on the include path of this run's compiles."""
     if COMPILE_CACHE is None:
-        return
+        pytest.skip(f"{BACKEND} keeps its own compile cache in test runs (tests/compile_cache.py IN_CLONE)")
     var = {"theano": "THEANO_FLAGS", "aesara": "AESARA_FLAGS", "pytensor": "PYTENSOR_FLAGS"}[BACKEND]
     flags = os.environ.get(var, "")
     assert "base_compiledir=" in flags
