@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -44,11 +45,6 @@ FLAG_VARS = {"theano": "THEANO_FLAGS", "aesara": "AESARA_FLAGS", "pytensor": "PY
 #: precompiled header gains nothing there (PyTensor's fixed first includes are Python.h and its
 #: helper, no C++ header: one module 0.54 s without, 0.61 s with)
 IN_CLONE = {"theano"}
-
-
-def base_dir(root: Path, backend: str, worker: str | None) -> Path:
-    base = root / ".cache" / backend
-    return base / worker if worker else base
 
 
 def with_compiledir(flags: str, path: Path) -> str:
@@ -68,7 +64,7 @@ def configure(root: Path, backend: str, worker: str | None) -> Path | None:
         return None
     flags = os.environ.get(var, "")
     m = re.search(r"base_compiledir=([^,]*)", flags)
-    base = Path(m.group(1)) if m else base_dir(root, backend, None)
+    base = Path(m.group(1)) if m else root / ".cache" / backend
     if worker:
         base = base / worker
     os.environ[var] = with_compiledir(flags, base)
@@ -175,18 +171,17 @@ print(json.dumps({"includes": list(cm.DynamicModule().includes), "cmd": cmds[-1]
 """
 
 
-def _leg_key(python: str, backend: str) -> str:
-    """Backend, numpy and Python versions of the leg: a precompiled header is only valid for the
-    headers it was made from."""
-    import subprocess
+def _leg_key(backend: str) -> str:
+    """Backend, numpy and Python versions of this interpreter's leg: a precompiled header is
+    only valid for the headers it was made from."""
+    import importlib.metadata as meta
 
-    code = (f"import importlib.metadata as m, sys; print('{backend}-' + m.version('{backend}') + "
-            "'-numpy' + m.version('numpy') + '-py' + '.'.join(map(str, sys.version_info[:3])))")
-    return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    py = ".".join(map(str, sys.version_info[:3]))
+    return f"{backend}-{meta.version(backend)}-numpy{meta.version('numpy')}-py{py}"
 
 
-def precompiled_header(root: Path, backend: str, python: str, build: bool) -> Path | None:
-    """The folder holding the leg's ``Python.h.gch`` (made when ``build`` and missing), or None
+def precompiled_header(root: Path, backend: str, build: bool) -> Path | None:
+    """The folder holding this interpreter's leg's ``Python.h.gch`` (made when ``build`` and missing), or None
     where there is none (no C backend, no compiler, the probe failed: modules are then compiled
     as they always are)."""
     import json
@@ -197,8 +192,8 @@ def precompiled_header(root: Path, backend: str, python: str, build: bool) -> Pa
     if backend not in _C_MODULE or shutil.which("g++") is None:
         return None
     try:
-        folder = root / ".cache" / "pch" / _leg_key(python, backend)
-    except (subprocess.CalledProcessError, OSError):
+        folder = root / ".cache" / "pch" / _leg_key(backend)
+    except ImportError:
         return None
     if (folder / "Python.h.gch").exists() or not build:
         return folder if (folder / "Python.h.gch").exists() else None
@@ -211,7 +206,7 @@ def precompiled_header(root: Path, backend: str, python: str, build: bool) -> Pa
             flags += ",blas.ldflags="  # Theano on Python >= 3.11 imports only without numpy's BLAS probe
         env[var] = flags
         try:
-            out = subprocess.run([python, "-c", _PROBE, backend, cmodule], capture_output=True, text=True,
+            out = subprocess.run([sys.executable, "-c", _PROBE, backend, cmodule], capture_output=True, text=True,
                                  env=env, cwd=tmp, timeout=300)
             probe = json.loads(out.stdout.strip().splitlines()[-1])
         except (subprocess.SubprocessError, OSError, ValueError, IndexError):

@@ -42,7 +42,7 @@ _CACHE = _compile_cache.configure(ROOT, BACKEND, _WORKER)
 COMPILE_CACHE = _CACHE  # this process's compile cache (None for a backend without one)
 # the includes every C module starts with, precompiled once per leg (made by the first process, the
 # pytest-xdist controller, before the workers start)
-_PCH = _compile_cache.precompiled_header(ROOT, BACKEND, sys.executable, build=not _WORKER) if _CACHE else None
+_PCH = _compile_cache.precompiled_header(ROOT, BACKEND, build=not _WORKER) if _CACHE else None
 if _PCH is not None:
     _compile_cache.use_precompiled_header(BACKEND, _PCH)
 _SYNC = _compile_cache.SiblingSync(_CACHE) if (_CACHE is not None and _WORKER) else None
