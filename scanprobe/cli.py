@@ -134,7 +134,7 @@ def main():
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--html", "html_path", metavar="PATH", help="Also write a self-contained HTML report (graph included).")
 @click.option("--full-formulas", is_flag=True,
-              help="Keep every symbolic size whole (long ones are otherwise shown as <size from ...>).")
+              help="Keep symbolic sizes whole up to a million characters (long ones are otherwise shown as <size from ...>).")
 @_load_timeout
 def inspect_cmd(spec, backend, mode, inputs, fmt, include_library, color, exit_zero, html_path, full_formulas,
                 load_timeout):

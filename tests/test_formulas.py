@@ -43,7 +43,7 @@ def test_full_formulas_on_request(backend):
     if not placeholders:  # this backend's rewrites left every size short
         return
     # at least one long formula is given whole (one whose building passes the full budget of
-    # 50 MB of text stays a placeholder: Aesara's save-mem lengths)
+    # a million characters stays a placeholder: Aesara's save-mem lengths)
     assert any(len(b) > 48 and not b.startswith("<size") for _, b in placeholders), placeholders
 
 
