@@ -2,6 +2,7 @@
 716 kB): clamps that facts decide are dropped, sums folded, long formulas become a named
 placeholder, and --full-formulas keeps the whole expression."""
 
+import functools
 import io
 import json
 import re
@@ -17,10 +18,16 @@ FILES = sorted(
 )
 
 
-def test_unknown_sizes_read_as_short_formulas_or_placeholders(backend):
+@functools.lru_cache(maxsize=None)
+def _gru_report() -> str:
+    """The JSON report of the GRU fixture, read by two tests (one analysis per worker)."""
     res = scanprobe("inspect", FIXTURES / "gru_unknown_sizes.py", "--format", "json")
     assert res.rc in (0, 1), res
-    scans = {s["name"]: s for s in res.json()["targets"][0]["scans"]}
+    return res.out
+
+
+def test_unknown_sizes_read_as_short_formulas_or_placeholders(backend):
+    scans = {s["name"]: s for s in json.loads(_gru_report())["targets"][0]["scans"]}
     grad = scans["grad_of_scan_fn"]
     # truncate_gradient=20: the backward pass runs min(steps, 20) steps, said as such
     assert grad["n_steps"]["formula"] == "min(min(x.shape[0], mask.shape[0]), 20)", grad["n_steps"]
@@ -33,7 +40,7 @@ def test_unknown_sizes_read_as_short_formulas_or_placeholders(backend):
 
 
 def test_full_formulas_on_request(backend):
-    short = scanprobe("inspect", FIXTURES / "gru_unknown_sizes.py", "--format", "json").json()
+    short = json.loads(_gru_report())
     full = scanprobe("inspect", FIXTURES / "gru_unknown_sizes.py", "--format", "json", "--full-formulas").json()
 
     def dims(rep):
