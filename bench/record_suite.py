@@ -1,7 +1,8 @@
 """Record the per-leg times a `bash .ci/run` (or `bash scripts/test`) printed.
 
 Usage: python3 bench/record_suite.py CI_LOG "command that made it"
-Writes bench/results/suite_ci_<date>.json (read by bench/render.py, table 7; earlier runs kept).
+The log's "CI exit N in S s" line (printed last by .ci/run) gives the whole run; "date" is when the
+log was written (its modification time), not when it was recorded. Writes bench/results/suite_ci_<date>.json (read by bench/render.py, table 7; earlier runs kept).
 """
 
 import json
@@ -16,7 +17,9 @@ HERE = Path(__file__).resolve().parent
 
 
 def main():
-    text = Path(sys.argv[1]).read_text()
+    log = Path(sys.argv[1])
+    text = log.read_text()
+    written = time.gmtime(log.stat().st_mtime)
     command = sys.argv[2] if len(sys.argv) > 2 else "bash .ci/run"
     setups = {m.group(1): int(m.group(2)) for m in re.finditer(r"^set-up (\S+): (\d+) s$", text, re.M)}
     legs = [{"leg": m.group(1), "version": m.group(2), "exit": int(m.group(3)), "tests_s": int(m.group(4)),
@@ -28,9 +31,9 @@ def main():
         "command": command, "legs": legs, "total_s": int(total.group(2)) if total else None,
         "exit": int(total.group(1)) if total else None,
         "how": how.group(1) if how else None,
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores", "date": time.strftime("%Y-%m-%d %H:%M UTC", written),
     }
-    name = "suite_ci_" + time.strftime("%Y%m%d_%H%M", time.gmtime()) + ".json"  # earlier runs stay beside it
+    name = "suite_ci_" + time.strftime("%Y%m%d_%H%M", written) + ".json"  # earlier runs stay beside it
     (HERE / "results" / name).write_text(json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))
 
