@@ -1,8 +1,9 @@
 """Record the per-leg times a `bash .ci/run` (or `bash scripts/test`) printed.
 
 Usage: python3 bench/record_suite.py CI_LOG "command that made it"
-The log's "CI exit N in S s" line (printed last by .ci/run) gives the whole run; "date" is when the
-log was written (its modification time), not when it was recorded. Writes bench/results/suite_ci_<date>.json (read by bench/render.py, table 7; earlier runs kept).
+The log's "CI exit N in S s" line (printed last by .ci/run) gives the whole run; "date" is when
+the log was written (its modification time), not when it was recorded.
+Writes bench/results/suite_ci_<date>.json (read by bench/render.py, table 7; earlier runs kept).
 """
 
 import json

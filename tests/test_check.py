@@ -29,11 +29,14 @@ def test_helper_modules_are_skipped_not_errors(backend):
 
 
 def test_budgets_and_selection(backend):
-    # the clean samples have no finding (above); over a budget, the RNN's history is one
-    res = scanprobe("check", SAMPLES / "rnn_bptt.py", "--max-buffer", "100kB", "--format", "json")
+    # the clean samples have no finding (above); over a budget, the RNN's history is one, and
+    # the clean pixel loop's scan buffers, under it, are none
+    res = scanprobe("check", SAMPLES / "rnn_bptt.py", SAMPLES / "seed000_pixel_loop_clean.py", "--max-buffer",
+                    "100kB", "--format", "json")
     assert res.rc == 1
     codes = {f["code"] for r in res.json()["reports"] for f in r["findings"]}
     assert codes == {"SP010"}
+    assert [bool(r["findings"]) for r in res.json()["reports"]] == [True, False]
     res = scanprobe("check", *BAD, "--max-peak", "500kB", "--select", "SP011", "--format", "json")
     found = [f for r in res.json()["reports"] for f in r["findings"]]
     assert [f["code"] for f in found] == ["SP011"] and found[0]["bytes"] >= 2 * 65 * 8 * 3 * 8 * 8 * 4
