@@ -154,6 +154,7 @@ def main():
     import scanprobe
     import seed002_per_example_grads as m
     from scanprobe.fixes import per_example as rewrites
+    from scanprobe.fixes.graph_edit import Wanted, apply
 
     th, T = m.th, m.T
     naive = m.mean_sq_grads
@@ -163,9 +164,9 @@ def main():
     # asking for the per-example squares themselves and summing them afterwards
     per_example_outs = [s.sum(axis=0) / m.x.shape[0] for s in m.sq]
     be = scanprobe.api._backend_for(m.x)
-    rw = rewrites.per_example(be, list(m.sq))
+    rw = rewrites.per_example(be, list(m.sq), Wanted.every_scan())
     assert rw[0].form == "per-example", rw[0].plain()
-    new_sq = rewrites.apply(be.api, list(m.sq), rw)
+    new_sq = apply(be.api, list(m.sq), rw)
     per_example = th.function([m.x, m.y], [s.sum(axis=0) / m.x.shape[0] for s in new_sq])
     floor = th.function([m.x, m.y], T.grad(T.mean(m.cost), m.params))
     del per_example_outs

@@ -13,3 +13,12 @@ def fix(*args, **kwargs):
     from scanprobe.api import fix as _fix
 
     return _fix(*args, **kwargs)
+
+
+def _document_fixes():
+    from scanprobe.fixes.registry import with_fixes
+
+    fix.__doc__ = with_fixes(fix.__doc__ or "")
+
+
+_document_fixes()

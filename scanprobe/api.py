@@ -8,11 +8,10 @@ proves the fix: the original and the fixed function both run on those arguments,
 shared state; if the outputs differ (float64: rtol 1e-10, else rtol 1e-5) the fixed function is
 dropped with a warning and the original is used from then on. ``verify=False`` skips that.
 
-What is fixed is decided as ``scanprobe fix`` decides it (``fixes.pipeline``): SP001 (removable
-history: the save-mem rewrite added to the mode), SP003 (a scan over the batch that
-differentiates one example's cost: the sum-of-squares form or the per-example graph), SP002 (a
-map scan vectorized). Graph fixes need the user's graph: Theano keeps it in a compiled function;
-PyTensor keeps only the optimized graph, so pass PyTensor's function arguments (the second form).
+What is fixed is decided as ``scanprobe fix`` decides it (``fixes.pipeline``): each finding's
+rule has its fixer (``fixes.registry``; the list is at the end of ``help(scanprobe.fix)``). Graph
+fixes need the user's graph: Theano keeps it in a compiled function; PyTensor keeps only the
+optimized graph, so pass PyTensor's function arguments (the second form).
 """
 
 from __future__ import annotations
@@ -147,3 +146,13 @@ def fix(f=None, outputs=None, *, verify: bool = True, **function_kwargs) -> Fixe
         None, new, plan, notes, verify,
         compile_original=lambda: backend.compile(f, outputs, **function_kwargs),
     )
+
+
+
+def _documented():
+    from scanprobe.fixes.registry import with_fixes
+
+    fix.__doc__ = with_fixes(fix.__doc__ or "")
+
+
+_documented()

@@ -253,7 +253,20 @@ def graph_cmd(spec, output, backend, mode, inputs, load_timeout):
     click.echo(f"wrote {info['output']}: {info['target']}, {info['nodes']} nodes, {info['buffers']} scan buffers")
 
 
-@main.command("fix")
+def _fix_help() -> str:
+    """``fix --help``: the fixes listed from the fixer registry (fixes/registry.py)."""
+    from scanprobe.fixes.registry import help_text
+
+    return (
+        "Apply every fix that applies to a finding and prove it: rerun original and fixed on the same "
+        "inputs (in a child process), outputs compared, memory and time before and after.\n\n"
+        "\b\nThe fixes:\n" + "\n".join(f"  {line}" for line in help_text().splitlines()) + "\n\n"
+        "Your files are not changed: the report shows the code to write. Exit 0 when every finding is "
+        "fixed and verified, 1 when a fix changed the outputs or a finding has no fix, 2 on an error."
+    )
+
+
+@main.command("fix", help=_fix_help())
 @click.argument("spec", metavar="FILE[:TARGET]")
 @_backend
 @_mode
@@ -267,14 +280,6 @@ def graph_cmd(spec, output, backend, mode, inputs, load_timeout):
 @_format("fix")
 @_color
 def fix_cmd(spec, backend, mode, inputs, runs, timeout, device, fmt, color):
-    """Apply every fix that applies (SP001 save-mem, SP002 vectorize, SP003 per-example
-    gradients) and prove it: rerun original and fixed on the same inputs (in a child process),
-    outputs compared, memory and time before and after.
-
-    Your files are not changed: the report shows the code to write.
-    Exit 0 when every finding is fixed and verified, 1 when a fix changed the outputs or a
-    finding has no fix, 2 on an error.
-    """
     from scanprobe.commands.fix import run_fix
 
     res = _run(lambda progress: run_fix(spec, backend, mode, inputs, runs, timeout, progress, device), fmt, color)
@@ -288,8 +293,10 @@ def rules_cmd(code):
     from scanprobe.rules import RULES, by_code
 
     if code is None:
+        width = max(len(r.name) for r in RULES)
         for r in RULES:
-            click.echo(f"{r.code}  {r.name:24s} {r.summary}")
+            fix = f" [fix: {r.fix_does.split(':')[0]}]" if r.fixer else ""
+            click.echo(f"{r.code}  {r.name:{width}s}  {r.summary}{fix}")
         return
     rule = by_code(code)
     if rule is None:
@@ -299,3 +306,4 @@ def rules_cmd(code):
     click.echo(f"{rule.code} {rule.name}: {rule.summary}\n")
     for title, text in rule.sections().items():
         click.echo(f"## {title}\n{text}\n")
+    click.echo(f"## scanprobe fix\n{rule.fix_does if rule.fixer else 'no automatic fix'}\n")

@@ -32,3 +32,9 @@ class Timeout(BaseException):
     """Raised in the main thread when loading or analysing a module passes ``--timeout``.
 
     A BaseException, so that the user's own ``except Exception`` does not swallow it."""
+
+
+def failure_text(exc: BaseException) -> str:
+    """``TypeError: the first line of its message`` (for a note that says why something failed)."""
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"

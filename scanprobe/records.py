@@ -5,8 +5,38 @@ Nothing here imports a backend. Analysis, rules and reporters work only on these
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
+from enum import Enum, StrEnum
 from typing import Any
+
+
+class Status(StrEnum):
+    """How much of its history a scan buffer holds (``analysis.history``)."""
+
+    FULL = "full"  # every step
+    REDUCED = "reduced"  # a few rows
+    UNKNOWN = "unknown"  # sizes symbolic and unmatched
+
+
+class Verdict(StrEnum):
+    """Whether a full buffer's history is needed: one verdict per buffer, read by every output
+    (the table, the findings, the JSON, the graph and the HTML)."""
+
+    NONE = ""  # not a full buffer
+    REMOVABLE = "removable"  # only recent steps are read
+    UNUSED = "unused"  # nothing reads the output
+    NEEDED = "needed"  # the history is read
+    INHERENT = "inherent"  # a mit_mot: never shrunk by any backend
+
+    @property
+    def removable(self) -> bool:
+        """History that could be dropped (removable, or read by nothing)."""
+        return self in (Verdict.REMOVABLE, Verdict.UNUSED)
+
+    @property
+    def kept(self) -> bool:
+        """History that stays (needed, or a backward-pass tape)."""
+        return self in (Verdict.NEEDED, Verdict.INHERENT)
 
 
 @dataclass
@@ -237,10 +267,17 @@ class GraphPicture:
     buffers: dict = field(default_factory=dict)
 
 
+#: ``field(metadata=INTERNAL)``: a field kept in process only, never in the plain (JSON) form
+INTERNAL = {"plain": False}
+
+
 def to_plain(obj: Any) -> Any:
-    """Dataclasses to dicts, recursively (for the JSON reporter and golden files)."""
+    """Dataclasses to dicts, recursively (for the JSON reporter and golden files); enums as their
+    values; fields marked ``INTERNAL`` left out."""
     if hasattr(obj, "__dataclass_fields__"):
-        return {k: to_plain(v) for k, v in asdict(obj).items()}
+        return {f.name: to_plain(getattr(obj, f.name)) for f in fields(obj) if f.metadata.get("plain", True)}
+    if isinstance(obj, Enum):
+        return obj.value
     if isinstance(obj, (list, tuple)):
         return [to_plain(v) for v in obj]
     if isinstance(obj, dict):

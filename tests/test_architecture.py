@@ -118,3 +118,67 @@ def test_backend_names_live_in_the_registry():
             if isinstance(node, ast.Constant) and node.value in NAMES:
                 problems.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {node.value!r}")
     assert not problems, "\n".join(problems)
+
+
+#: The op vocabulary: the one module that knows ops by their class names.
+VOCABULARY = PACKAGE / "backends" / "ops.py"
+#: Where op kinds are asked about: they ask the vocabulary.
+ASKERS = ("walk", "fixes", "rules", "analysis")
+
+
+def _op_class_names() -> set[str]:
+    """Every op class name the vocabulary knows, and every Op subclass of the installed backend."""
+    from scanprobe.backends import get_backend, ops
+
+    names = set(ops.KNOWN)
+    import os
+
+    wanted = os.environ.get("SAMPLE_BACKEND")
+    if wanted:
+        backend = get_backend(wanted)
+        backend.load([])
+        api = backend.api
+        bases = [c for c in api.Scan.__mro__ + type(api.T.add.scalar_op).__mro__ if c.__name__ in ("Op", "ScalarOp")]
+        stack, seen = list(bases), set()
+        while stack:
+            cls = stack.pop()
+            if cls in seen:
+                continue
+            seen.add(cls)
+            names.add(cls.__name__)
+            stack.extend(cls.__subclasses__())
+    return {n for n in names if len(n) > 2}
+
+
+def test_op_kinds_come_from_the_vocabulary():
+    """Outside backends/ops.py no string constant names an op class (a comparison such as
+    ``type(op).__name__ == "DimShuffle"`` or ``"Subtensor" in name``, a table keyed by class
+    names), and walk/, fixes/, rules/ and analysis/ never read a ``__name__``: they ask
+    ``backends.ops`` what kind an op is. Backend adapters (which hold the library's own names)
+    and prose (docstrings) are exempt."""
+    names = _op_class_names()
+    adapters = {PACKAGE / "backends" / f for f in ("theano.py", "pytensor.py", "aesara.py", "pymc.py", "family.py",
+                                                     "base.py")}
+    problems = []
+    for module, path in _modules():
+        if path == VOCABULARY or path in adapters:
+            continue
+        tree = ast.parse(path.read_text())
+        docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                      if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
+                      and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                if node.value in names:
+                    problems.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: op class name {node.value!r}")
+            if module.split(".")[0] in ASKERS and isinstance(node, ast.Attribute) and node.attr == "__name__":
+                problems.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: reads __name__ (ask backends.ops)")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_vocabulary_check_catches_a_class_name_comparison(tmp_path):
+    """The check above is not vacuous: the patterns the architecture review counted are caught."""
+    names = _op_class_names()
+    for code in ('type(op).__name__ == "DimShuffle"', 'name in ("Dot22", "_dot")', '"Subtensor" in name'):
+        consts = [n.value for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Constant)]
+        assert any(c in names for c in consts), code

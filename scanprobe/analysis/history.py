@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scanprobe.records import Buffer, Read, Scan, Target
+from scanprobe.records import Buffer, Read, Scan, Status, Target, Verdict
 
 
 @dataclass
@@ -21,11 +21,9 @@ class BufferVerdict:
 
     scan: Scan
     buffer: Buffer
-    #: full (keeps every step), reduced (a few rows), unknown (sizes symbolic and unmatched)
-    status: str
-    #: for full buffers: removable (only recent steps read), needed (the history is read),
-    #: inherent (mit_mot: never shrunk by any backend), unused (nothing reads the output)
-    verdict: str = ""
+    status: Status
+    #: for full buffers: removable, needed, inherent (mit_mot), unused (``records.Verdict``)
+    verdict: Verdict = Verdict.NONE
     why: list[str] = field(default_factory=list)
 
 
@@ -37,22 +35,22 @@ def classify(target: Target) -> list[BufferVerdict]:
     return out
 
 
-def _status(scan: Scan, buf: Buffer) -> str:
+def _status(scan: Scan, buf: Buffer) -> Status:
     if buf.role == "untraced":
-        return "reduced"
+        return Status.REDUCED
     lead = buf.dims[0].value if buf.dims else None
     n = scan.n_steps.value
     if buf.role != "mit_mot" and n is not None and lead is not None and n <= _window(buf):
         # within the taps' window: every row but the last is read again by a later step's taps;
         # save-mem would drop at most the first row (Theano keeps span+1 rows, PyTensor span)
-        return "reduced"
+        return Status.REDUCED
     if buf.leading_offset is not None and (lead is None or lead > buf.needed_rows):
-        return "full"
+        return Status.FULL
     if lead is not None and scan.n_steps.value is not None:
-        return "reduced"
+        return Status.REDUCED
     if lead is not None and lead <= buf.needed_rows:
-        return "reduced"
-    return "unknown"
+        return Status.REDUCED
+    return Status.UNKNOWN
 
 
 def _window(buf: Buffer) -> int:
@@ -85,10 +83,10 @@ def describe_read(r: Read) -> str:
 
 def _classify(target: Target, scan: Scan, buf: Buffer) -> BufferVerdict:
     v = BufferVerdict(scan=scan, buffer=buf, status=_status(scan, buf))
-    if v.status != "full":
+    if v.status is not Status.FULL:
         return v
     if buf.role == "mit_mot":
-        v.verdict = "inherent"
+        v.verdict = Verdict.INHERENT
         v.why.append(
             "mit_mot buffers (the backward pass's gradient of a recurrent state) are never "
             "shrunk by any backend's rewrites; only scan checkpointing trades this memory for time"
@@ -97,7 +95,7 @@ def _classify(target: Target, scan: Scan, buf: Buffer) -> BufferVerdict:
     reads = buf.reads
     history_reads = [r for r in reads if r.kind != "recent"]
     if history_reads:
-        v.verdict = "needed"
+        v.verdict = Verdict.NEEDED
         seen = set()
         for r in history_reads:
             text = describe_read(r)
@@ -106,14 +104,14 @@ def _classify(target: Target, scan: Scan, buf: Buffer) -> BufferVerdict:
                 v.why.append(text)
         return v
     if not reads:
-        v.verdict = "unused"
+        v.verdict = Verdict.UNUSED
         v.why.append("nothing reads this output")
         if target.mode.save_mem:
             v.why.append("the rewrites of this mode did not drop it")
         else:
             v.why.append(target.mode.save_mem_reason + "; the default mode's scan rewrites drop outputs nothing reads")
         return v
-    v.verdict = "removable"
+    v.verdict = Verdict.REMOVABLE
     last = sorted({r.detail for r in reads if r.detail})
     v.why.append("only the last steps are read" + (f" ({', '.join(last)})" if last else ""))
     if not target.mode.save_mem:

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from scanprobe.backends import ops
 from scanprobe.backends.graphs import ancestors
+from scanprobe.errors import failure_text
 from scanprobe.fixes.graph_edit import (
     NotApplicable,
     Rewrite,
@@ -34,8 +36,8 @@ from scanprobe.rules.sp006_reduction_over_history import ReductionOverHistory
 
 RULE = rule(ReductionOverHistory).code
 
-_FOLDS = {"Add": "sum", "Mul": "prod", "Maximum": "max", "ScalarMaximum": "max", "Minimum": "min",
-          "ScalarMinimum": "min"}
+#: the folds a running value in the step can carry (by the reduction's scalar op)
+_FOLDS = {ops.Scalar.ADD: "sum", ops.Scalar.MUL: "prod", ops.Scalar.MAX: "max", ops.Scalar.MIN: "min"}
 
 
 def _history_view(api, backend, buffer, clients, rows):
@@ -53,7 +55,7 @@ def _history_view(api, backend, buffer, clients, rows):
 def _fold(api, node, pos, view, clients):
     """(kind, other axes or None for all, weight or None) when ``node`` folds ``view`` over axis 0."""
     op = node.op
-    scalar = type(getattr(op, "scalar_op", None)).__name__
+    scalar = ops.scalar(op)
     if isinstance(op, api.CAReduce) and scalar in _FOLDS and pos == 0:
         axes = getattr(op, "axis", None)
         if axes is None:
@@ -61,12 +63,12 @@ def _fold(api, node, pos, view, clients):
         if 0 in tuple(axes):
             return _FOLDS[scalar], tuple(a - 1 for a in axes if a != 0), None
         return None
-    if type(op).__name__ == "MaxAndArgmax" and pos == 0 and not clients.get(id(node.outputs[1])):
+    if ops.is_max_and_argmax(op) and pos == 0 and not clients.get(id(node.outputs[1])):
         axes = getattr(op, "axis", None)
         if axes is None or 0 in tuple(axes):
             return "max", (None if axes is None else tuple(a - 1 for a in axes if a != 0)), None
         return None
-    if (isinstance(op, api.Dot) or type(op).__name__ in ("Dot22", "_dot")) and pos == 1:
+    if (isinstance(op, api.Dot) or ops.is_dot(op)) and pos == 1:
         weight = node.inputs[0]
         if weight.type.ndim == 1:
             return "dot", (), weight
@@ -87,17 +89,15 @@ def _initial(api, buffer, rows):
     return buffer[:rows]
 
 
-def accumulate(backend, outputs, skip=()) -> list[Rewrite]:
-    """SP006's rewrites: every fold over a forward scan's state history carried in the step."""
+def accumulate(backend, outputs, wanted) -> list[Rewrite]:
+    """SP006's rewrites: each fold over the history of a scan its findings name (``wanted``)
+    carried in the step."""
     api = backend.api
     clients = _clients(outputs)
-    skip_ids = {id(n) for n in skip}
     rewrites = []
-    for node in scan_nodes(api, outputs):
+    for node, _ in wanted.nodes(backend, outputs):
         info = backend.scan_info(node.op)
         name = info.name or "scan_fn"
-        if id(node) in skip_ids or name.startswith("grad_of"):
-            continue
         a = backend.scan_roles(node, thawed=True)
         folds, shapes = [], []
         n_sit = len(a.outer_out_sit_sot)
@@ -110,7 +110,7 @@ def accumulate(backend, outputs, skip=()) -> list[Rewrite]:
             for user, pos in clients.get(id(view), []):
                 if user == "output":
                     continue
-                if type(user.op).__name__ in ("Shape", "Shape_i"):
+                if ops.is_shape_read(user.op):
                     shapes.append((k, user))  # hs.shape[0] of a mean: from n_steps, not the buffer
                     continue
                 found = _fold(api, user, pos, view, clients)
@@ -131,7 +131,7 @@ def accumulate(backend, outputs, skip=()) -> list[Rewrite]:
         except NotApplicable as exc:
             rw.reason = str(exc)
         except Exception as exc:  # noqa: BLE001 - the backend refused the rebuilt scan
-            rw.reason = f"rebuilding the scan failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            rw.reason = f"rebuilding the scan failed: {failure_text(exc)}"
     return rewrites
 
 
@@ -242,3 +242,7 @@ def _scan_node(api, var):
         var = var.owner.inputs[0]
         seen += 1
     return None
+
+
+#: this rule's graph fix (fixes/registry.py)
+rewrites = accumulate

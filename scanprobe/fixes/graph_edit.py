@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from scanprobe.backends import ops
 from scanprobe.backends.graphs import ancestors, toposort
 
 
@@ -35,18 +36,67 @@ class Rewrite:
         }
 
 
+class Wanted:
+    """The scans a rule's findings name, with the evidence the walk recorded for each
+    (``records.Scan``): a fixer rewrites these and no other.
+
+    A Scan node of the user's graph is one of them when its name is one of the record's (a
+    merged scan is named ``a&b``) and, where both are known, it was made at the record's site.
+    """
+
+    def __init__(self, target, findings, site_of=None):
+        ids = {f.scan_id for f in findings}
+        self.findings = list(findings)
+        self.scans = [s for s in target.scans if s.id in ids]
+        self.site_of = site_of or (lambda node: None)
+
+    def __bool__(self) -> bool:
+        return bool(self.scans)
+
+    def record(self, backend, node):
+        """The finding's scan record a user-graph Scan node is, else None."""
+        name = backend.scan_info(node.op).name or "scan_fn"
+        site = None
+        for rec in self.scans:
+            if name not in rec.name.split("&"):
+                continue
+            if rec.site is not None:
+                site = site or self.site_of(node) or False
+                if site and (site.file, site.line) != (rec.site.file, rec.site.line):
+                    continue
+            return rec
+        return None
+
+    def nodes(self, backend, outputs):
+        """(Scan node, its record) for every wanted scan of the user's graph, outermost first."""
+        for node in scan_nodes(backend.api, outputs):
+            rec = self.record(backend, node)
+            if rec is not None:
+                yield node, rec
+
+    @classmethod
+    def every_scan(cls) -> "Wanted":
+        """Every scan of the graph, without records (a benchmark calling a fixer directly)."""
+        return _EveryScan()
+
+
+class _EveryScan(Wanted):
+    def __init__(self):
+        self.findings, self.scans, self.site_of = [], [], lambda node: None
+
+    def __bool__(self) -> bool:
+        return True
+
+    def nodes(self, backend, outputs):
+        for node in scan_nodes(backend.api, outputs):
+            yield node, None
+
+
 # ---------------------------------------------------------------------------------- helpers
 
 
 def _name(var) -> str:
     return getattr(var, "name", None) or str(var)
-
-
-def _opname(op) -> str:
-    scalar = getattr(op, "scalar_op", None)
-    if scalar is not None:
-        return type(scalar).__name__
-    return type(op).__name__
 
 
 def _depends_on(var, targets) -> bool:
@@ -56,17 +106,16 @@ def _depends_on(var, targets) -> bool:
 
 def _is_var(var, t) -> bool:
     """``var`` is ``t`` itself or ``t`` converted to a scalar (how Subtensor takes an index)."""
-    while var is not t and var.owner is not None and len(var.owner.inputs) == 1 and type(var.owner.op).__name__ in (
-        "ScalarFromTensor", "TensorFromScalar", "Cast", "Elemwise"
-    ):
-        if type(var.owner.op).__name__ == "Elemwise" and _opname(var.owner.op) not in ("Cast", "Identity"):
+    while var is not t and var.owner is not None and len(var.owner.inputs) == 1:
+        op = var.owner.op
+        if not (ops.is_scalar_tensor(op) or ops.is_cast_like(op)):
             return False
         var = var.owner.inputs[0]
     return var is t
 
 
 def _is_shape(user) -> bool:
-    return user != "output" and type(user.op).__name__ in ("Shape", "Shape_i")
+    return user != "output" and ops.is_shape_read(user.op)
 
 
 def _shape_of_map(api, shape_node, n_steps, like):
@@ -74,7 +123,7 @@ def _shape_of_map(api, shape_node, n_steps, like):
     T = api.T
     full = T.concatenate([T.cast(T.stack([n_steps]), "int64"), T.cast(like.shape, "int64")])
     out = shape_node.outputs[0]
-    if type(shape_node.op).__name__ == "Shape_i":
+    if ops.is_shape_i(shape_node.op):
         return T.cast(full[shape_node.op.i], out.type.dtype)
     return T.cast(full, out.type.dtype)
 
@@ -173,7 +222,7 @@ class _Step:
             if const(idx[0].start, 0) != 0 or const(idx[0].step, 1) != 1:
                 return False
             v = v.owner.inputs[0]
-        if v.owner is None or type(v.owner.op).__name__ != "ARange":
+        if v.owner is None or not ops.is_arange(v.owner.op):
             return False
         start, _, step = v.owner.inputs
         return _constant(api, start) == 0 and _constant(api, step) == 1

@@ -13,10 +13,13 @@ Otherwise each step's graph is cloned with the batch inputs sliced to the step's
 
 from __future__ import annotations
 
+from scanprobe.backends import ops
 from scanprobe.backends.graphs import ancestors, toposort
+from scanprobe.backends.ops import Scalar
 from scanprobe.fixes.graph_edit import (
     NotApplicable,
     Rewrite,
+    Wanted,
     _clients,
     _clone,
     _constant,
@@ -24,10 +27,8 @@ from scanprobe.fixes.graph_edit import (
     _is_shape,
     _is_var,
     _name,
-    _opname,
     _shape_of_map,
     _Step,
-    scan_nodes,
 )
 from scanprobe.rules import rule
 from scanprobe.rules.sp003_per_step_batch_work import PerStepBatchWork
@@ -78,15 +79,13 @@ def _is_square_of(api, out, v) -> bool:
     node = out.owner
     if node is None or not isinstance(node.op, api.Elemwise):
         return False
-    name = _opname(node.op)
-    if name == "Sqr" and node.inputs[0] is v:
+    name = ops.scalar(node.op)
+    if name is Scalar.SQR and node.inputs[0] is v:
         return True
-    if name == "Pow" and node.inputs[0] is v and _constant(api, node.inputs[1]) == 2:
+    if name is Scalar.POW and node.inputs[0] is v and _constant(api, node.inputs[1]) == 2:
         return True
-    return name == "Mul" and len(node.inputs) == 2 and node.inputs[0] is v and node.inputs[1] is v
+    return name is Scalar.MUL and len(node.inputs) == 2 and node.inputs[0] is v and node.inputs[1] is v
 
-
-_ROWWISE_REDUCE = ("Sum", "CAReduce", "Max", "Prod", "MaxAndArgmax")
 
 
 def _rowwise(api, c):
@@ -98,7 +97,7 @@ def _rowwise(api, c):
         r = "ex" if "ex" in outs else ("inv" if "inv" in outs else None)
         if r is None:
             continue
-        op, name = node.op, _opname(node.op)
+        op = node.op
         if r == "inv":
             wanted = ["inv"] * len(node.inputs)
         elif isinstance(op, api.Elemwise):
@@ -111,7 +110,7 @@ def _rowwise(api, c):
                 wanted = ["ex"]
             else:
                 raise NotApplicable(f"a transpose moves the example axis ({op})")
-        elif isinstance(op, api.Dot) or name in ("Dot22", "Dot22Scalar", "_dot"):
+        elif isinstance(op, api.Dot) or ops.is_dot(op):
             if node.inputs[0].type.ndim < 1:
                 raise NotApplicable(f"`{op}` has no example axis on its left operand")
             wanted = ["ex", "inv"]
@@ -125,7 +124,7 @@ def _rowwise(api, c):
             if idx and not (isinstance(idx[0], slice) and idx[0] == slice(None, None, None)):
                 raise NotApplicable(f"`{op}` indexes the example axis")
             wanted = ["ex"] + ["inv"] * (len(node.inputs) - 1)
-        elif "Softmax" in name and getattr(op, "axis", -1) not in (0,) and node.inputs[0].type.ndim == 2:
+        elif ops.is_softmax(op) and getattr(op, "axis", -1) not in (0,) and node.inputs[0].type.ndim == 2:
             wanted = ["ex"] * len(node.inputs)
         else:
             raise NotApplicable(f"scanprobe cannot tell whether `{op}` keeps the examples apart")
@@ -150,12 +149,12 @@ def _use_of(api, c, role, p):
     if len(uses) != 1:
         raise NotApplicable(f"`{_name(p)}` is used {len(uses)} times in the cost")
     node, i = uses[0]
-    if (isinstance(node.op, api.Dot) or _opname(node.op) in ("Dot22", "_dot")) and i == 1 and p.type.ndim == 2:
+    if (isinstance(node.op, api.Dot) or ops.is_dot(node.op)) and i == 1 and p.type.ndim == 2:
         if role.get(id(node.inputs[0])) == "ex" and node.inputs[0].type.ndim == 2:
             return "dot", node
     if isinstance(node.op, api.DimShuffle) and list(node.op.new_order)[:1] == ["x"]:
         users = [n for n in toposort([c]) if any(i is node.outputs[0] for i in n.inputs)]
-        if (len(users) == 1 and isinstance(users[0].op, api.Elemwise) and _opname(users[0].op) == "Add"
+        if (len(users) == 1 and isinstance(users[0].op, api.Elemwise) and ops.scalar(users[0].op) is Scalar.ADD
                 and role.get(id(users[0].outputs[0])) == "ex"):
             return "bias", users[0]  # p added to each example's row: its gradient is the sum's
         return "broadcast", node
@@ -250,12 +249,13 @@ def _snippet_per_example(backend, batch, params, outs, found) -> str:
     ])
 
 
-def per_example(backend, outputs) -> list[Rewrite]:
-    """SP003's rewrites for every scan of ``outputs`` that differentiates one example's cost."""
+def per_example(backend, outputs, wanted) -> list[Rewrite]:
+    """SP003's rewrites for each scan its findings name (``wanted``) that differentiates one
+    example's cost."""
     api = backend.api
     rewrites = []
     clients = _clients(outputs)
-    for node in scan_nodes(api, outputs):
+    for node, _ in wanted.nodes(backend, outputs):
         name = backend.scan_info(node.op).name or "scan_fn"
         rw = Rewrite(RULE, name, "", scan_node=node)
         rewrites.append(rw)
@@ -284,7 +284,7 @@ def per_example(backend, outputs) -> list[Rewrite]:
         for k, ((p, v), o, outer) in enumerate(zip(found, step.outs, step.outer_outs)):
             users = [(u, i) for u, i in clients.get(id(outer), []) if not _is_shape(u)]
             ok = _is_square_of(api, o, v) and users and all(
-                u != "output" and isinstance(u.op, api.CAReduce) and _opname(u.op) in ("Add", "Sum")
+                u != "output" and isinstance(u.op, api.CAReduce) and ops.scalar(u.op) is Scalar.ADD
                 and tuple(getattr(u.op, "axis", None) or ()) == (0,) for u, _ in users
             )
             sums.append([u.outputs[0] for u, _ in users] if ok else None)
@@ -331,3 +331,5 @@ def per_example(backend, outputs) -> list[Rewrite]:
     return rewrites
 
 
+#: this rule's graph fix (fixes/registry.py)
+rewrites = per_example

@@ -3,9 +3,9 @@
 One path for ``scanprobe fix`` (run in the supervised child) and ``scanprobe.fix(f)`` (in the
 user's process):
 
-1. ``plan``: the fixes that apply, from the target's findings (SP001: the mode lacks save-mem
-   where history is removable) and the graph rewrites found for its scans (``FIXERS``: rule code
-   to the function that finds that rule's rewrites).
+1. ``plan``: the fixes that apply, from the target's findings: each finding's rule has its fixer
+   (``fixes.registry``), which fixes the scans the findings name, from the walk's records of
+   them (a mode fix for SP001: save-mem added where history is removable).
 2. ``fixed_build``: the user's call with the rewrites applied, built in the fixed mode, and
    analysed again: a fixed rule whose finding is still there has not been fixed.
 3. ``fix_target``: both functions run from the same shared state (``verify``), outputs compared,
@@ -18,19 +18,14 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from scanprobe.analysis.history import classify
-from scanprobe.fixes import accumulate, per_example, savemem, vectorize
-from scanprobe.fixes.graph_edit import Rewrite, apply
+from scanprobe.fixes import accumulate, savemem
+from scanprobe.fixes.graph_edit import Rewrite, Wanted, apply
+from scanprobe.fixes.registry import fixers
 from scanprobe.fixes.verify import SharedState, compare, outputs
 from scanprobe.records import to_plain
 from scanprobe.results import FixSide, Measurement, RewriteNote, TargetFix
 from scanprobe.rules import RULES, counted
 from scanprobe.walk.walker import analyse
-
-#: Rule code -> the function that finds its graph rewrites, in the order they are tried (a scan
-#: taken by one is not offered to the next).
-FIXERS = {per_example.RULE: per_example.per_example, vectorize.RULE: vectorize.vectorize,
-          accumulate.RULE: accumulate.accumulate}
-
 
 def compiled_variables(call):
     """(outputs as given, update pairs) of a captured ``function(...)`` call."""
@@ -41,16 +36,22 @@ def compiled_variables(call):
     return outputs_, pairs
 
 
-def graph_rewrites(backend, call) -> list[Rewrite]:
-    """Every graph rewrite found for the scans of a captured call (applied ones have a form)."""
+def graph_rewrites(backend, call, target, findings, site_of=None) -> list[Rewrite]:
+    """The graph rewrites for the scans ``findings`` name (applied ones have a form): each rule's
+    fixer gets its own findings' scans (``Wanted``, with the walk's records of them)."""
     outs, pairs = compiled_variables(call)
     outs = outs if isinstance(outs, (list, tuple)) else [outs]
     variables = [getattr(o, "variable", o) for o in outs if o is not None] + [u for _, u in pairs]
     variables = [v for v in variables if backend.is_variable(v)]
     found: list[Rewrite] = []
-    for finder in FIXERS.values():
+    for fixer in fixers():
+        if fixer.is_mode_fix:
+            continue
+        wanted = Wanted(target, [f for f in findings if f.code == fixer.code], site_of)
+        if not wanted:
+            continue
         taken = {id(r.scan_node) for r in found if r.form}
-        found += [r for r in finder(backend, variables) if id(r.scan_node) not in taken]
+        found += [r for r in fixer.rewrites(backend, variables, wanted) if id(r.scan_node) not in taken]
     return found
 
 
@@ -99,9 +100,10 @@ class Plan:
         return [RewriteNote(r.rule, r.scan, r.form, list(r.detail), r.reason, r.snippet) for r in self.rewrites]
 
 
-def plan(backend, call, findings) -> Plan:
-    """What to do for one target: ``findings`` are its findings (all rules)."""
-    return Plan(save_mem=savemem.applies(findings), rewrites=graph_rewrites(backend, call))
+def plan(backend, call, target, findings, site_of=None) -> Plan:
+    """What to do for one analysed target (``records.Target``): ``findings`` are its findings (all
+    rules); ``site_of(scan node)`` the user's line of a scan (``session.user_site_from_trace``)."""
+    return Plan(save_mem=savemem.applies(findings), rewrites=graph_rewrites(backend, call, target, findings, site_of))
 
 
 def findings_of(target) -> list:
@@ -222,7 +224,7 @@ def fix_function(backend, session, call, built):
     knowledge = {i: (v.container.value, None, "shared value") for i, v in enumerate(built.fgraph.inputs)
                  if getattr(v, "container", None) is not None}
     target = analyse(backend, built, call, knowledge, session).target
-    fix_plan = plan(backend, call, findings_of(target))
+    fix_plan = plan(backend, call, target, findings_of(target), site_of(session))
     fixed_call = rewritten(backend, call, fix_plan.applied) if fix_plan.applied else call
     kwargs = dict(fixed_call.kwargs)
     mode = built.mode
@@ -232,3 +234,8 @@ def fix_function(backend, session, call, built):
         notes.append(f"{savemem.RULE}: added {backend.save_mem_tag} (and the rewrites it needs beside it) to the mode")
     kwargs["mode"] = mode
     return backend.compile(*fixed_call.args, **kwargs), fix_plan, notes
+
+
+def site_of(session):
+    """The user's line of a scan node of their graph (where its outputs were made)."""
+    return lambda node: next((s for s in (session.user_site_from_trace(o) for o in node.outputs) if s), None)

@@ -7,6 +7,8 @@ from scanprobe.rules import rule
 from scanprobe.rules.sp001_full_history_buffer import FullHistoryBuffer
 
 RULE = rule(FullHistoryBuffer).code
+#: a fix of the compilation mode, not of the graph (fixes/registry.py)
+MODE_FIX = True
 
 
 def applies(findings) -> bool:

@@ -8,42 +8,18 @@ step's slice has another shape).
 
 from __future__ import annotations
 
+from scanprobe.backends import ops
 from scanprobe.backends.graphs import toposort
+from scanprobe.errors import failure_text
 from scanprobe.fixes.graph_edit import (
     NotApplicable,
     Rewrite,
-    _opname,
     _Step,
-    scan_nodes,
 )
 from scanprobe.rules import rule
 from scanprobe.rules.sp002_independent_iterations import IndependentIterations
 
 RULE = rule(IndependentIterations).code
-
-def _step_blockers(backend, step) -> list[str]:
-    """Ops of a map's step whose output shape depends on the step (they stop vectorization)."""
-    api = backend.api
-    varying = {id(v) for v in step.steps}
-    out = []
-    for node in toposort(step.outs):
-        if not any(id(i) in varying for i in node.inputs):
-            continue
-        varying.update(id(o) for o in node.outputs)
-        name = type(node.op).__name__
-        if isinstance(node.op, (api.Subtensor, api.IncSubtensor)):
-            for e in backend.subtensor_indices(node):
-                if isinstance(e, slice) and any(
-                    x is not None and not isinstance(x, int) and id(x) in varying for x in (e.start, e.stop, e.step)
-                ):
-                    out.append(f"`{node.op}`: its slice bounds depend on the step, so each step's slice has another shape")
-                    break
-        elif name in ("ARange", "Alloc", "AllocEmpty", "Reshape") and any(
-            id(i) in varying for i in (node.inputs if name in ("ARange", "AllocEmpty") else node.inputs[1:])
-        ):
-            out.append(f"`{node.op}`: its output shape depends on the step")
-    return out
-
 
 class _Batcher:
     """Theano's vectorizer: each step variable gets a leading axis of n_steps (ops it knows)."""
@@ -81,7 +57,6 @@ class _Batcher:
 
     def node(self, node):
         api, T, op = self.api, self.T, node.op
-        name = _opname(op)
         ins = node.inputs
         b = [id(i) in self.batched for i in ins]
         if isinstance(op, api.Elemwise):
@@ -92,18 +67,18 @@ class _Batcher:
         if isinstance(op, api.CAReduce):
             x = self.value(ins[0])
             axis = tuple(range(1, x.type.ndim)) if op.axis is None else tuple(a + 1 for a in op.axis)
-            if type(op).__name__ == "Sum":
+            if ops.is_sum(op):
                 return [T.sum(x, axis=axis, dtype=op.dtype, acc_dtype=op.acc_dtype)]
-            if name in ("Maximum",) and type(op).__name__ in ("Max", "CAReduce"):
+            if ops.is_max_reduce(op):
                 return [T.max(x, axis=axis)]
             return [api.CAReduce(op.scalar_op, axis=axis)(x)]
-        if type(op).__name__ == "MaxAndArgmax":
+        if ops.is_max_and_argmax(op):
             x = self.value(ins[0])
             axis = list(range(1, x.type.ndim)) if op.axis is None else [a + 1 for a in op.axis]
             return list(T.max_and_argmax(x, axis=axis))
-        if type(op).__name__ in ("ScalarFromTensor", "TensorFromScalar"):
+        if ops.is_scalar_tensor(op):
             return [self.value(ins[0])]  # a batched index stays a tensor (read by Subtensor)
-        if isinstance(op, api.Dot) or type(op).__name__ in ("Dot22", "_dot"):
+        if isinstance(op, api.Dot) or ops.is_dot(op):
             x, y = self.value(ins[0]), self.value(ins[1])
             if b[0] and not b[1]:
                 if ins[0].type.ndim == 1:
@@ -135,24 +110,21 @@ class _Batcher:
         raise NotApplicable(f"scanprobe's Theano vectorizer cannot batch `{op}`")
 
 
-def vectorize(backend, outputs, skip=()) -> list[Rewrite]:
-    """SP002's rewrites: every forward map scan of ``outputs`` as one batched computation."""
+def vectorize(backend, outputs, wanted) -> list[Rewrite]:
+    """SP002's rewrites: each map scan its findings name (``wanted``) as one batched computation;
+    a scan whose step the walk found blocked (``records.Scan.blockers``) is reported, not tried."""
     api = backend.api
     rewrites = []
-    skip_ids = {id(n) for n in skip}
-    for node in scan_nodes(api, outputs):
+    for node, rec in wanted.nodes(backend, outputs):
         name = backend.scan_info(node.op).name or "scan_fn"
-        if id(node) in skip_ids or name.startswith("grad_of"):
-            continue
         try:
             step = _Step(backend, node)
         except NotApplicable:
-            continue  # not a map: SP002 does not apply
+            continue  # not a map in the user's graph
         rw = Rewrite(RULE, name, "", scan_node=node)
         rewrites.append(rw)
-        blockers = _step_blockers(backend, step)
-        if blockers:
-            rw.reason = "cannot be vectorized: " + blockers[0]
+        if rec is not None and rec.blockers:
+            rw.reason = f"cannot be vectorized: `{rec.blockers[0].op}`: {rec.blockers[0].reason}"
             continue
         if any(isinstance(n.op, api.Scan) for n in toposort(step.outs)):
             rw.reason = "the step holds a nested scan; scanprobe does not vectorize across scans"
@@ -161,7 +133,7 @@ def vectorize(backend, outputs, skip=()) -> list[Rewrite]:
             if api.vectorize_graph is not None:
                 new = api.vectorize_graph(list(step.outs), replace=dict(zip(step.steps, step.outer_seqs)))
                 new = list(new) if isinstance(new, (list, tuple)) else [new]
-                loops = sum(1 for n in toposort(new) if type(n.op).__name__ == "Blockwise")
+                loops = sum(1 for n in toposort(new) if ops.is_blockwise(n.op))
                 how = "pytensor.graph.replace.vectorize_graph" + (f" ({loops} op(s) as Blockwise loops)" if loops else "")
             else:
                 new = _Batcher(backend, step).run(list(step.outs), step.n_steps)
@@ -170,7 +142,7 @@ def vectorize(backend, outputs, skip=()) -> list[Rewrite]:
             rw.reason = str(exc)
             continue
         except Exception as exc:  # noqa: BLE001 - the backend's vectorizer refused
-            rw.reason = f"vectorizing failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            rw.reason = f"vectorizing failed: {failure_text(exc)}"
             continue
         for old, new_var in zip(step.outer_outs, new):
             rw.replacements[old] = new_var
@@ -182,3 +154,6 @@ def vectorize(backend, outputs, skip=()) -> list[Rewrite]:
         )
     return rewrites
 
+
+#: this rule's graph fix (fixes/registry.py)
+rewrites = vectorize

@@ -6,6 +6,7 @@ import shutil
 
 from scanprobe.analysis.sizes import human_bytes
 from scanprobe.errors import ScanprobeError
+from scanprobe.records import Verdict
 
 FORMATS = ("svg", "png", "dot")
 
@@ -30,7 +31,7 @@ def to_dot(pic):
             belongs, nbytes, verdict, shape, dtype = pic.buffers[n.id]
             size = human_bytes(nbytes) if nbytes is not None else "symbolic size"
             attrs["label"] = f"{n.label}\\n{belongs}\\n({shape}) {dtype}\\n{size}"
-            if verdict in ("removable", "unused"):
+            if Verdict(verdict).removable:
                 attrs.update(style="filled", fillcolor="#ffcccc", color="#cc0000", penwidth="3", fontcolor="#990000")
             else:
                 attrs.update(style="filled", fillcolor="#fff3cc")

@@ -8,6 +8,7 @@ import os
 import shutil
 
 from scanprobe.analysis.sizes import human_bytes
+from scanprobe.records import Status
 
 _CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em;color:#222}
@@ -77,8 +78,9 @@ def render(report, pictures: dict | None = None) -> str:
         rows = [(b.bytes if b.bytes is not None else -1, s, b) for s in t.scans for b in s.buffers]
         for _, s, b in sorted(rows, key=lambda r: -r[0]):
             v = verdicts.get((b.scan_id, b.role, b.index))
-            status = "?" if v is None or v.status == "unknown" else (v.status if v.status != "full" else f"full: {v.verdict}")
-            cls = "removable" if v and v.verdict in ("removable", "unused") else ("reduced" if v and v.status == "reduced" else "needed")
+            status = "?" if v is None or v.status is Status.UNKNOWN else (
+                v.status if v.status is not Status.FULL else f"full: {v.verdict}")
+            cls = "removable" if v and v.verdict.removable else ("reduced" if v and v.status is Status.REDUCED else "needed")
             size = human_bytes(b.bytes) if b.bytes is not None else b.bytes_formula()
             parts.append(
                 f"<tr><td>#{s.id}</td><td>{b.role}</td><td>{_e(b.belongs_to)}</td><td>{_e(b.shape_formula())}</td>"
@@ -87,7 +89,7 @@ def render(report, pictures: dict | None = None) -> str:
         parts.append("</table>")
         for _, s, b in rows:
             v = verdicts.get((b.scan_id, b.role, b.index))
-            if v and v.status == "full" and v.verdict in ("needed", "inherent"):
+            if v and v.status is Status.FULL and v.verdict.kept:
                 parts.append(f"<div class='kept'>kept: {_e(b.belongs_to)} of <code>{_e(s.name)}</code>: {_e('; '.join(v.why))}</div>")
         svg = pictures.get(t.name)
         if svg:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from scanprobe.analysis.sizes import human_bytes
+from scanprobe.records import Status, Verdict
 
 
 def _console(out, color):
@@ -82,7 +83,7 @@ def render(report, out, color=None) -> None:
                 f"{unknown[0]}=SHAPE (or SCANPROBE_INPUTS in the module) for figures"
             )
         for _, s, b, v in rows:
-            if v and v.status == "full" and v.verdict in ("needed", "inherent"):
+            if v and v.status is Status.FULL and v.verdict.kept:
                 con.print(
                     f"  [green]kept[/] {escape(b.belongs_to)} of `{escape(s.name)}` "
                     f"({human_bytes(b.bytes) if b.bytes is not None else escape(_short(b.bytes_formula()))}): "
@@ -122,13 +123,13 @@ def _short(text: str, limit: int = 60) -> str:
 
 
 def _history_cell(v) -> str:
-    if v is None or v.status == "unknown":
+    if v is None or v.status is Status.UNKNOWN:
         return "?"
-    if v.status == "reduced":
+    if v.status is Status.REDUCED:
         return "[green]reduced[/]"
-    if v.verdict in ("removable", "unused"):
+    if v.verdict.removable:
         return f"[bold red]full: {v.verdict}[/]"
-    if v.verdict == "inherent":
+    if v.verdict is Verdict.INHERENT:
         return "[yellow]full: mit_mot[/]"
     return "[yellow]full: needed[/]"
 

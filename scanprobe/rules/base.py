@@ -6,7 +6,7 @@ import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
-from scanprobe.records import Site
+from scanprobe.records import INTERNAL, Site
 
 #: Severities that count as findings (exit code 1, reported by ``check``); ``info`` is a note.
 COUNTED = ("error", "warning")
@@ -24,6 +24,8 @@ class Finding:
     bytes: int | None = None
     explanation: list[str] = field(default_factory=list)
     fix: list[str] = field(default_factory=list)
+    #: the id of the scan record (``records.Scan.id``) the finding is about: what its fix follows
+    scan_id: int | None = field(default=None, metadata=INTERNAL)
 
     @property
     def counts(self) -> bool:
@@ -62,6 +64,11 @@ class Rule(ABC):
     #: what a fix of this rule lowers: "memory" (the predicted peak and the measured call) or
     #: "time" (the measured call); a fix whose figures do not move that way is not a fix
     fix_moves: str = ""
+    #: the rule's fixer: a module of ``scanprobe.fixes`` (``fixes.registry`` loads it; "" when
+    #: ``scanprobe fix`` has no fix for it), and what that fix does in one line, "name: what" (the
+    #: help of ``fix``, ``scanprobe rules``, the API's docstring and the README's list come from it)
+    fixer: str = ""
+    fix_does: str = ""
 
     @abstractmethod
     def check(self, target, verdicts, settings=None) -> list[Finding]:
@@ -70,12 +77,14 @@ class Rule(ABC):
         ``settings`` holds budgets and options (``check``'s settings; None means defaults).
         """
 
-    def finding(self, target, message, *, severity="error", scan="", site=None, bytes=None,
+    def finding(self, target, message, *, severity="error", scan=None, site=None, bytes=None,
                 explanation=(), fix=()) -> Finding:
-        """A finding of this rule about ``target`` (a ``records.Target`` or its name)."""
+        """A finding of this rule about ``target`` (a ``records.Target`` or its name) and, where it
+        is about one, ``scan`` (the ``records.Scan``: its name and id are kept)."""
         return Finding(
             code=self.code, name=self.name, target=getattr(target, "name", target), message=message,
-            severity=severity, scan=scan, site=site, bytes=bytes, explanation=list(explanation), fix=list(fix),
+            severity=severity, scan=scan.name if scan is not None else "", site=site, bytes=bytes,
+            explanation=list(explanation), fix=list(fix), scan_id=scan.id if scan is not None else None,
         )
 
     def holds_removable_history(self, finding: Finding) -> bool:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 
 from scanprobe.analysis.sizes import human_bytes
+from scanprobe.records import Status, Verdict
 from scanprobe.rules.base import Rule
 
 
@@ -57,21 +58,23 @@ class FullHistoryBuffer(Rule):
     summary = "a scan buffer keeps every step although only the last steps are read"
     doc = __doc__
     fix_moves = "memory"
+    fixer = "savemem"
+    fix_does = "save-mem: the backend's rewrite that keeps only the rows a scan reads, added to the mode"
 
     def check(self, target, verdicts, settings=None):
         findings = []
         for v in verdicts:
-            if v.status == "full" and v.verdict == "inherent" and v.buffer.zero_fed:
+            if v.status is Status.FULL and v.verdict is Verdict.INHERENT and v.buffer.zero_fed:
                 note = self._zero_fed(target, v)
                 if note is not None:
                     findings.append(note)
                 continue
-            if v.status == "full" and v.verdict == "needed":
+            if v.status is Status.FULL and v.verdict is Verdict.NEEDED:
                 note = self._checkpoints(target, v)
                 if note is not None:
                     findings.append(note)
                 continue
-            if v.status != "full" or v.verdict not in ("removable", "unused"):
+            if v.status is not Status.FULL or not v.verdict.removable:
                 continue
             buf, scan = v.buffer, v.scan
             lead = buf.dims[0]
@@ -83,12 +86,12 @@ class FullHistoryBuffer(Rule):
             else:
                 rows = f"{length} rows (n_steps = {scan.n_steps.formula})"
             size = human_bytes(buf.bytes) if buf.bytes is not None else buf.bytes_formula()
-            unread = " and nothing reads it" if v.verdict == "unused" else ""
+            unread = " and nothing reads it" if v.verdict is Verdict.UNUSED else ""
             msg = f"{buf.belongs_to} in scan `{scan.name}` keeps every step{unread}: {rows}, {size}"
             fix = self._fix(target, v)
             findings.append(
                 self.finding(
-                    target, msg, scan=scan.name, site=buf.created_site, bytes=buf.bytes,
+                    target, msg, scan=scan, site=buf.created_site, bytes=buf.bytes,
                     explanation=[f"buffer: {buf.created_by}, shape ({buf.shape_formula()}) {buf.dtype}"]
                     + v.why[:1]
                     + [f"not shrunk because {w}" for w in v.why[1:]],
@@ -117,7 +120,7 @@ class FullHistoryBuffer(Rule):
             target,
             f"{buf.belongs_to} in scan `{scan.name}` keeps {rows} rows ({human_bytes(buf.bytes)}) that start as "
             f"{start}",
-            severity="info", scan=scan.name, site=buf.created_site or scan.site, bytes=buf.bytes,
+            severity="info", scan=scan, site=buf.created_site or scan.site, bytes=buf.bytes,
             explanation=[f"buffer: {buf.created_by}, shape ({buf.shape_formula()}) {buf.dtype}",
                          "the backward pass accumulates the state's gradient through every step in it"],
             fix=fix,
@@ -140,7 +143,7 @@ class FullHistoryBuffer(Rule):
             target,
             f"{buf.belongs_to} in scan `{scan.name}` keeps every step ({human_bytes(buf.bytes)}), "
             "read by the backward pass: needed; scan_checkpoints would keep less",
-            severity="info", scan=scan.name, site=scan.site,
+            severity="info", scan=scan, site=scan.site,
             explanation=[f"with scan_checkpoints(..., save_every_N=N): {'; '.join(cells)} (forward steps recomputed)"],
             fix=["theano.scan_checkpoints / pytensor.scan.checkpoints.scan_checkpoints in place of scan, "
                  "with save_every_N near sqrt(n_steps)"],
@@ -151,11 +154,11 @@ class FullHistoryBuffer(Rule):
 
     @staticmethod
     def _fix(target, v) -> list[str]:
-        if v.verdict == "unused" and v.scan.is_gradient:  # the backend built it: only the mode drops it
+        if v.verdict is Verdict.UNUSED and v.scan.is_gradient:  # the backend built it: only the mode drops it
             return ["compile in a mode that runs the scan rewrites (mode='FAST_RUN', the default): they drop "
                     "gradients nothing reads" + ("" if target.mode.save_mem else
                                                  f", or add them to your own mode: mode.including({target.mode.save_mem_including})")]
-        if v.verdict == "unused":
+        if v.verdict is Verdict.UNUSED:
             return ["return from the step function only the outputs you use"] + (
                 [] if target.mode.save_mem else [
                     "or compile in a mode that runs the scan rewrites (mode='FAST_RUN', the default): "

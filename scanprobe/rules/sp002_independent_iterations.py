@@ -43,6 +43,8 @@ class IndependentIterations(Rule):
     summary = "a scan without recurrent state (a map) that could be one vectorized computation"
     doc = __doc__
     fix_moves = "time"
+    fixer = "vectorize"
+    fix_does = "vectorize: a map scan as one batched computation"
 
     def check(self, target, verdicts, settings=None):
         findings = []
@@ -72,7 +74,7 @@ class IndependentIterations(Rule):
                 severity = "warning"
             findings.append(
                 self.finding(
-                    target, msg, severity=severity, scan=scan.name, site=scan.site,
+                    target, msg, severity=severity, scan=scan, site=scan.site,
                     explanation=[f"`{b.op}`: {b.reason}" for b in scan.blockers[:3]]
                     + [f"{scan.step_ops} ops run once per step"],
                     fix=fix,

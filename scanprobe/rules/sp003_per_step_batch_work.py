@@ -51,6 +51,8 @@ class PerStepBatchWork(Rule):
     summary = "each step of a scan over the batch redoes the whole batch's work (O(n_steps^2))"
     doc = __doc__
     fix_moves = "time"
+    fixer = "per_example"
+    fix_does = "per-example: the gradients from one backward pass (the sum-of-squares form, or the step's graph sliced to its row)"
 
     def check(self, target, verdicts, settings=None):
         findings = []
@@ -71,7 +73,7 @@ class PerStepBatchWork(Rule):
             )
             findings.append(
                 self.finding(
-                    target, msg, scan=scan.name, site=scan.site,
+                    target, msg, scan=scan, site=scan.site,
                     explanation=[
                         f"{w.op} into {w.target} (length {w.length.formula}), {w.downstream_ops} ops of the step depend on it"
                         for w in works[:4]

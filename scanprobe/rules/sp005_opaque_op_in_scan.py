@@ -50,7 +50,7 @@ class OpaqueOpInScan(Rule):
                 self.finding(
                     target,
                     f"scan `{scan.name}`{step_label(scan)} runs {len(scan.opaque)} OpFromGraph op(s) in its step: {names}",
-                    severity="warning", scan=scan.name, site=scan.site,
+                    severity="warning", scan=scan, site=scan.site,
                     explanation=[
                         "the optimizer treats it as one opaque op: no pushout of loop-invariant work, no fusion, "
                         "no save-mem inside it, an opaque gradient per step"

@@ -39,6 +39,7 @@ that runs save-mem (the default) to drop the history; scanprobe adds it when it 
 from __future__ import annotations
 
 from scanprobe.analysis.sizes import human_bytes
+from scanprobe.records import Status, Verdict
 from scanprobe.rules.base import Rule, steps_text
 
 
@@ -48,6 +49,8 @@ class ReductionOverHistory(Rule):
     summary = "a scan keeps every step only to reduce them over time"
     doc = __doc__
     fix_moves = "memory"
+    fixer = "accumulate"
+    fix_does = "accumulate: a running value in the step in place of the kept history (sum, mean, product, max, min, dot over time)"
 
     def check(self, target, verdicts, settings=None):
         findings = []
@@ -63,7 +66,7 @@ class ReductionOverHistory(Rule):
                     target,
                     f"{buf.belongs_to} in scan `{scan.name}` keeps every step ({steps_text(scan)}, {size}) "
                     f"only to reduce them: {by}",
-                    severity="warning", scan=scan.name, site=folds[0].site or buf.created_site, bytes=buf.bytes,
+                    severity="warning", scan=scan, site=folds[0].site or buf.created_site, bytes=buf.bytes,
                     explanation=[f"buffer: {buf.created_by}, shape ({buf.shape_formula()}) {buf.dtype}"]
                     + [f"read only by: {w}" for w in v.why]
                     + ["save-mem cannot drop it: the reduction reads every row"],
@@ -76,7 +79,7 @@ class ReductionOverHistory(Rule):
     @staticmethod
     def folds(v) -> list:
         """The reduction reads of a full buffer whose history nothing else reads, else []."""
-        if v.status != "full" or v.verdict != "needed" or v.scan.is_gradient:
+        if v.status is not Status.FULL or v.verdict is not Verdict.NEEDED or v.scan.is_gradient:
             return []
         if v.buffer.role not in ("sit_sot", "mit_sot", "nit_sot"):
             return []

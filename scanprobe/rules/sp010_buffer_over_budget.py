@@ -48,7 +48,7 @@ class BufferOverBudget(Rule):
                     self.finding(
                         target,
                         f"{b.belongs_to} in scan `{v.scan.name}` is {human_bytes(b.bytes)}, over the {human_bytes(limit)} budget",
-                        scan=v.scan.name, site=b.created_site, bytes=b.bytes,
+                        scan=v.scan, site=b.created_site, bytes=b.bytes,
                         explanation=[f"buffer: {b.created_by}, shape ({b.shape_formula()}) {b.dtype}"]
                         + ([f"history: {v.verdict}"] if v.verdict else []),
                     )

@@ -311,14 +311,15 @@ def _profile_target(result, live, specs, spec, entry):
 
 
 def _fix(result, analysis, specs, spec):
-    from scanprobe.fixes.pipeline import fix_target, plan
+    from scanprobe.fixes.pipeline import fix_target, plan, site_of
     from scanprobe.pipeline import knowledge_of
 
     report = analysis.report
     for live in analysis.live:
         target = live.target
         result.step(f"looking for fixes of {target.name}")
-        fix_plan = plan(live.backend, live.captured, [f for f in report.findings if f.target == target.name])
+        fix_plan = plan(live.backend, live.captured, target, [f for f in report.findings if f.target == target.name],
+                        site_of(live.session))
         if not fix_plan.rules:
             skipped = [to_plain(n) for n in fix_plan.notes() if n.reason]
             if skipped:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from scanprobe.backends.graphs import ancestors
-from scanprobe.walk.util import _ancestor_nodes, _as_int, _is_constant, is_shape_arithmetic
+from scanprobe.backends.ops import is_shape_arithmetic
+from scanprobe.walk.util import _ancestor_nodes, _as_int, _is_constant
 
 
 class Evaluation:

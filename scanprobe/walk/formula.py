@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from scanprobe.walk.util import _as_int, _is_constant, _op_name
+from scanprobe.backends import ops
+from scanprobe.backends.ops import Scalar as S
+from scanprobe.walk.util import _as_int, _is_constant
 
 #: Longest formula shown (characters); longer ones become a named placeholder.
 LIMIT = 48
@@ -32,11 +34,9 @@ LIMIT = 48
 #: 474 MB, 26 s).
 BUDGET = 2000
 BUDGET_FULL = 1_000_000
-_PASS = ("Cast", "ScalarFromTensor", "TensorFromScalar", "Identity", "DimShuffle", "Rebroadcast", "Unbroadcast",
-         "SpecifyShape", "Second")
-_COMPARE = {"LT": "<", "GT": ">", "LE": "<=", "GE": ">=", "EQ": "==", "NEQ": "!="}
-_FOLD = {"LT": lambda a, b: a < b, "GT": lambda a, b: a > b, "LE": lambda a, b: a <= b, "GE": lambda a, b: a >= b,
-         "EQ": lambda a, b: a == b, "NEQ": lambda a, b: a != b}
+_COMPARE = {S.LT: "<", S.GT: ">", S.LE: "<=", S.GE: ">=", S.EQ: "==", S.NEQ: "!="}
+_FOLD = {S.LT: lambda a, b: a < b, S.GT: lambda a, b: a > b, S.LE: lambda a, b: a <= b, S.GE: lambda a, b: a >= b,
+         S.EQ: lambda a, b: a == b, S.NEQ: lambda a, b: a != b}
 
 
 class _Lin:
@@ -174,8 +174,7 @@ class Formulas:
     def _node_term(self, node, var, state, subst, depth) -> _Lin:
         api, op = self.api, node.op
         table = self.w._skey_intern
-        name = _op_name(op)
-        tname = type(op).__name__
+        name = ops.scalar(op)
 
         def arg(i):
             return self._term(node.inputs[i], state, subst, depth + 1)
@@ -184,7 +183,7 @@ class Formulas:
             src = node.inputs[0]
             return _Lin.atom(f"{self._label(src, state, subst, depth)}.shape[{op.i}]", nonneg=True,
                              key=self._atom_key(("shape", self._key(src, state, subst, depth), op.i)))
-        if tname in _PASS or name in _PASS:
+        if ops.is_formula_pass(op):
             return arg(0)
         if isinstance(op, api.Subtensor) and node.inputs[0].owner is not None and isinstance(
                 node.inputs[0].owner.op, api.Shape):
@@ -195,21 +194,21 @@ class Formulas:
                 base = self._label(src, state, subst, depth)
                 return _Lin.atom(f"{base}.shape[{i if i is not None else '?'}]", nonneg=True,
                                  key=self._atom_key(("shape", self._key(src, state, subst, depth), i)))
-        if name == "Composite":  # fused scalar arithmetic: read its inner graph with these rules
+        if name is S.COMPOSITE:  # fused scalar arithmetic: read its inner graph with these rules
             comp = getattr(op, "scalar_op", op)
             inner = comp.fgraph
             inner_subst = {id(i): arg(k) for k, i in enumerate(inner.inputs)}
             out = inner.outputs[node.outputs.index(var)] if len(inner.outputs) > 1 else inner.outputs[0]
             return self._term(out, state, inner_subst, depth + 1)
-        if name in ("Add", "Sub", "Neg"):
+        if name in (S.ADD, S.SUB, S.NEG):
             parts = [arg(i) for i in range(len(node.inputs))]
-            if name == "Neg":
+            if name is S.NEG:
                 return parts[0].scaled(-1)
             total = parts[0]
             for p in parts[1:]:
-                total = total.plus(p.scaled(-1) if name == "Sub" else p)
+                total = total.plus(p.scaled(-1) if name is S.SUB else p)
             return total
-        if name == "Mul":
+        if name is S.MUL:
             parts = [arg(i) for i in range(len(node.inputs))]
             consts = [p.value for p in parts if p.value is not None]
             rest = [p for p in parts if p.value is None]
@@ -219,59 +218,60 @@ class Formulas:
             if len(rest) == 1:
                 return rest[0].scaled(k)
             rest.sort(key=lambda p: p.canon(table))
-            return _expr(table, "Mul", rest, " * ".join(p.atomic() for p in rest), all(p.nonneg for p in rest)).scaled(k)
-        if name in ("Maximum", "Minimum"):
+            return _expr(table, S.MUL.value, rest, " * ".join(p.atomic() for p in rest), all(p.nonneg for p in rest)).scaled(k)
+        if name in (S.MAX, S.MIN):
             a, b = arg(0), arg(1)
             if a.value is not None and b.value is not None:
-                v = max(a.value, b.value) if name == "Maximum" else min(a.value, b.value)
+                v = max(a.value, b.value) if name is S.MAX else min(a.value, b.value)
                 return _Lin(v)
-            if name == "Maximum":
+            if name is S.MAX:
                 for x, y in ((a, b), (b, a)):  # max(size, c <= 0) is the size
                     if x.nonneg and y.value is not None and y.value <= 0:
                         return x
             if a.text() == b.text():
                 return a
-            word = "max" if name == "Maximum" else "min"
-            nonneg = (a.nonneg or b.nonneg) if name == "Maximum" else (a.nonneg and b.nonneg)
-            return _expr(table, name, sorted([a, b], key=lambda p: p.canon(table)), f"{word}({a.text()}, {b.text()})", nonneg)
+            word = "max" if name is S.MAX else "min"
+            nonneg = (a.nonneg or b.nonneg) if name is S.MAX else (a.nonneg and b.nonneg)
+            return _expr(table, name.value, sorted([a, b], key=lambda p: p.canon(table)), f"{word}({a.text()}, {b.text()})", nonneg)
         if name in _COMPARE:
             a, b = arg(0), arg(1)
             if a.value is not None and b.value is not None:
                 return _Lin(int(_FOLD[name](a.value, b.value)))
             # a size compared with a constant <= 0: decided
-            if a.nonneg and b.value is not None and b.value <= 0 and name in ("LT", "GE") and not (name == "LT" and b.value > 0):
-                return _Lin(1 if name == "GE" else 0)
-            return _expr(table, name, [a, b], f"{a.atomic()} {_COMPARE[name]} {b.atomic()}", nonneg=True)
-        if name == "Switch":
+            if a.nonneg and b.value is not None and b.value <= 0 and name in (S.LT, S.GE) and not (name is S.LT and b.value > 0):
+                return _Lin(1 if name is S.GE else 0)
+            return _expr(table, name.value, [a, b], f"{a.atomic()} {_COMPARE[name]} {b.atomic()}", nonneg=True)
+        if name is S.SWITCH:
             c = arg(0)
             if c.value is not None:
                 return arg(1) if c.value else arg(2)
             a, b = arg(1), arg(2)
             if a.text() == b.text():
                 return a
-            return _expr(table, "Switch", [c, a, b], f"({a.text()} if {c.text()} else {b.text()})", a.nonneg and b.nonneg)
-        if name in ("IntDiv", "TrueDiv", "Mod"):
+            return _expr(table, S.SWITCH.value, [c, a, b], f"({a.text()} if {c.text()} else {b.text()})", a.nonneg and b.nonneg)
+        if name in (S.INT_DIV, S.TRUE_DIV, S.MOD):
             a, b = arg(0), arg(1)
             if a.value is not None and b.value not in (None, 0):
-                v = {"IntDiv": a.value // b.value, "TrueDiv": a.value / b.value, "Mod": a.value % b.value}[name]
+                v = {S.INT_DIV: a.value // b.value, S.TRUE_DIV: a.value / b.value, S.MOD: a.value % b.value}[name]
                 return _Lin(v)
-            if b.value == 1 and name != "Mod":
+            if b.value == 1 and name is not S.MOD:
                 return a
-            sym = {"IntDiv": "//", "TrueDiv": "/", "Mod": "%"}[name]
-            return _expr(table, name, [a, b], f"{a.atomic()} {sym} {b.atomic()}", a.nonneg and b.nonneg)
-        if name in ("AND", "OR", "Invert"):
+            sym = {S.INT_DIV: "//", S.TRUE_DIV: "/", S.MOD: "%"}[name]
+            return _expr(table, name.value, [a, b], f"{a.atomic()} {sym} {b.atomic()}", a.nonneg and b.nonneg)
+        if name in (S.AND, S.OR, S.INVERT):
             parts = [arg(i) for i in range(len(node.inputs))]
             if all(p.value is not None for p in parts):
-                v = {"AND": all, "OR": any}.get(name, lambda ps: not ps[0])([p.value for p in parts])
+                v = {S.AND: all, S.OR: any}.get(name, lambda ps: not ps[0])([p.value for p in parts])
                 return _Lin(int(v))
-            word = {"AND": " and ", "OR": " or "}.get(name)
+            word = {S.AND: " and ", S.OR: " or "}.get(name)
             if word:
-                return _expr(table, name, parts, "(" + word.join(p.text() for p in parts) + ")", nonneg=True)
-            return _expr(table, name, parts, f"not {parts[0].atomic()}", nonneg=True)
-        if name in ("Ceil", "Floor", "Abs"):
+                return _expr(table, name.value, parts, "(" + word.join(p.text() for p in parts) + ")", nonneg=True)
+            return _expr(table, name.value, parts, f"not {parts[0].atomic()}", nonneg=True)
+        if name in (S.CEIL, S.FLOOR, S.ABS):
             a = arg(0)
-            return a if a.value is not None else _expr(table, name, [a], f"{name.lower()}({a.text()})", name == "Abs" or a.nonneg)
-        return _Lin.atom(f"{tname}(...)", key=self._atom_key(("op", self.skey(var) if not subst else id(var))))
+            return a if a.value is not None else _expr(table, name.value, [a], f"{name.value.lower()}({a.text()})",
+                                                       name is S.ABS or a.nonneg)
+        return _Lin.atom(f"{ops.display_name(op)}(...)", key=self._atom_key(("op", self.skey(var) if not subst else id(var))))
 
     def _atom_key(self, key: tuple) -> int:
         table = self.w._skey_intern
@@ -295,7 +295,7 @@ class Formulas:
 
     def _label(self, var, state, subst, depth) -> str:
         """The name of what a ``.shape[i]`` is taken of."""
-        if var.owner is None or (type(var.owner.op).__name__ == "DimShuffle" and var.owner.inputs[0].owner is None):
+        if var.owner is None or (ops.is_dimshuffle(var.owner.op) and var.owner.inputs[0].owner is None):
             root = var if var.owner is None else var.owner.inputs[0]
             return self.w.label_of(root, self)
         return self._term(var, state, subst, depth + 1).atomic()
@@ -324,8 +324,7 @@ class Formulas:
                 k = ("v", id(v))
             else:
                 node = v.owner
-                name = _op_name(node.op)
-                through = name in ("Cast", "Identity") or type(node.op).__name__ in ("ScalarFromTensor", "TensorFromScalar")
+                through = ops.is_cast_like(node.op) or ops.is_scalar_tensor(node.op)
                 deps = node.inputs[:1] if through else node.inputs
                 missing = [i for i in deps if id(i) not in memo]
                 if missing:
@@ -346,17 +345,17 @@ class Formulas:
         k = 0
         while var is not None and var.owner is not None:
             node = var.owner
-            name = _op_name(node.op)
-            if name in ("Cast", "Identity") or type(node.op).__name__ in ("ScalarFromTensor", "TensorFromScalar"):
+            name = ops.scalar(node.op)
+            if ops.is_cast_like(node.op) or ops.is_scalar_tensor(node.op):
                 var = node.inputs[0]
                 continue
-            if name in ("Add", "Sub") and len(node.inputs) == 2:
+            if name in (S.ADD, S.SUB) and len(node.inputs) == 2:
                 a, b = node.inputs
                 if _is_constant(api, b):
-                    k += _as_int(b.data) * (1 if name == "Add" else -1)
+                    k += _as_int(b.data) * (1 if name is S.ADD else -1)
                     var = a
                     continue
-                if name == "Add" and _is_constant(api, a):
+                if name is S.ADD and _is_constant(api, a):
                     k += _as_int(a.data)
                     var = b
                     continue

@@ -23,22 +23,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from scanprobe.backends import ops
 from scanprobe.backends.graphs import ancestors
 from scanprobe.walk.shapes import LazyShapes
 from scanprobe.walk.util import _ancestor_nodes
 
 #: Step graphs with more nodes than this are cut; smaller ones are optimized whole.
 LIMIT = 400
-
-_STRUCTURAL = {
-    "AllocEmpty", "Alloc", "IncSubtensor", "Subtensor", "DimShuffle", "Reshape", "SpecifyShape",
-    "Shape", "Shape_i", "MakeVector", "ScalarFromTensor", "TensorFromScalar", "Second", "Assert",
-    "CheckAndRaise", "Unbroadcast", "ExpandDims", "Squeeze",
-}
-
-
-#: elementwise ops that only fill, copy or cast (``zeros_like``, ``T.cast``): kept
-_CHEAP_ELEMWISE = {"Second", "Identity", "Cast"}
 
 
 @dataclass
@@ -51,10 +42,7 @@ class Cut:
 
 def _structural(node) -> bool:
     """Allocations, views, shape arithmetic, scalar arithmetic, fills and casts: kept."""
-    op = node.op
-    if type(op).__name__ in _STRUCTURAL or any(c.__name__ == "ScalarOp" for c in type(op).__mro__):
-        return True
-    if type(getattr(op, "scalar_op", None)).__name__ in _CHEAP_ELEMWISE:
+    if ops.is_structural(node.op):
         return True
     return all(getattr(o.type, "ndim", 1) == 0 for o in node.outputs)  # scalar arithmetic
 

@@ -63,5 +63,5 @@ def picture(backend, built, walked, verdicts, max_inner=60) -> R.GraphPicture:
             nid = node_ids.get(id(creator)) if creator is not None else None
             if nid:
                 v = verdict_of.get((b.scan_id, b.role, b.index))
-                pic.buffers[nid] = (b.belongs_to, b.bytes, v.verdict if v else "", b.shape_formula(), b.dtype)
+                pic.buffers[nid] = (b.belongs_to, b.bytes, v.verdict if v else R.Verdict.NONE, b.shape_formula(), b.dtype)
     return pic

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from scanprobe import records as R
+from scanprobe.backends import ops
 from scanprobe.backends.graphs import ancestors
 from scanprobe.walk.naming import Naming
 from scanprobe.walk.nested_cut import cut_for_nested
@@ -197,7 +198,7 @@ class ScanPlan(Naming):
             return R.Buffer(
                 scan_id=rec.id, role=role, index=i, dtype=dtype, itemsize=itemsize, dims=rdims,
                 needed_rows=0, belongs_to=belongs,
-                created_by=type(outer_in.owner.op).__name__ if outer_in.owner else "graph input",
+                created_by=ops.display_name(outer_in.owner.op) if outer_in.owner else "graph input",
             )
         taps = list(info.taps.get(role, [[]] * (i + 1))[i]) if role != "nit_sot" else [0]
         span = max([-t for t in taps if t < 0] + [0]) if role != "mit_mot" else max(
@@ -249,9 +250,9 @@ class ScanPlan(Naming):
         if role == "nit_sot":
             buf.created_by = f"allocated inside the Scan's perform (length {rdims[0].value if rdims[0].value is not None else rdims[0].formula})"
         elif creator is not None:
-            buf.created_by = f"{type(creator.op).__name__}({', '.join(_short_input(lv, x) for x in creator.inputs)})"
+            buf.created_by = f"{ops.display_name(creator.op)}({', '.join(_short_input(lv, x) for x in creator.inputs)})"
         else:
-            buf.created_by = type(outer_in.owner.op).__name__ if outer_in.owner else "graph input"
+            buf.created_by = ops.display_name(outer_in.owner.op) if outer_in.owner else "graph input"
         site = None
         for var in ([created] if created is not None else []) + [outer_in, outer_out]:
             if var is not None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from scanprobe import records as R
+from scanprobe.backends import ops
 from scanprobe.backends.graphs import ancestors
-from scanprobe.walk.util import _PASS_THROUGH, _op_name
 
 def reader_index_vars(plan, outer_out):
     """Scalar index variables used by Subtensors that read a scan output (to evaluate them)."""
@@ -25,7 +25,7 @@ def reader_index_vars(plan, outer_out):
                     parts = [ent.start, ent.stop, ent.step] if isinstance(ent, slice) else [ent]
                     out.extend(p for p in parts if p is not None and not isinstance(p, int))
                 stack.append(node.outputs[0])
-            elif type(node.op).__name__ == "DimShuffle" or type(node.op).__name__ in _PASS_THROUGH:
+            elif ops.is_dimshuffle(node.op) or ops.is_pass_through(node.op):
                 stack.append(node.outputs[0])
     return out
 
@@ -60,7 +60,7 @@ def reads(plan, outer_out, buf, lead_var=None) -> list[R.Read]:
                 continue
             op = node.op
             site = plan.w.session.user_site_from_trace(node.outputs[0])
-            opname = type(op).__name__
+            opname = ops.display_name(op)
             if isinstance(op, (api.Shape, api.Shape_i)):
                 continue
             if isinstance(op, api.Subtensor) and pos == 0:
@@ -112,14 +112,14 @@ def reads(plan, outer_out, buf, lead_var=None) -> list[R.Read]:
                     else:
                         reads.append(R.Read("opaque", opname, "index computed at run time", via_ds, site))
                 continue
-            if opname == "DimShuffle" and pos == 0:
+            if ops.is_dimshuffle(op) and pos == 0:
                 order = list(op.new_order)
                 if axis in order:
                     stack.append((node.outputs[0], order.index(axis), rows, True, depth + 1, end, whole))
                 else:
                     reads.append(R.Read("recent", opname, "time axis dropped", True, site))
                 continue
-            if opname in _PASS_THROUGH:
+            if ops.is_pass_through(op):
                 stack.append((node.outputs[0], axis, rows, via_ds, depth + 1, end, whole))
                 continue
             if plan.b.is_scan(node):
@@ -132,30 +132,20 @@ def reads(plan, outer_out, buf, lead_var=None) -> list[R.Read]:
             if folded:
                 reads.append(R.Read("reduction", _reduction_name(op), folded, via_ds, site))
                 continue
-            reads.append(R.Read("computation", f"{type(op).__name__}{'{' + _op_name(op) + '}' if hasattr(op, 'scalar_op') else ''}", _rows_str(rows), via_ds, site))
+            reads.append(R.Read("computation", ops.display_with_scalar(op), _rows_str(rows), via_ds, site))
     return reads
-
-
-#: scalar ops of a CAReduce that an accumulator in the step can carry (running value, op)
-_FOLDS = {"Add": "sum", "Mul": "product", "Maximum": "max", "ScalarMaximum": "max", "Minimum": "min",
-          "ScalarMinimum": "min", "AND": "all", "OR": "any"}
 
 
 def _reduction_name(op) -> str:
     if getattr(op, "fgraph", None) is not None:  # a wrapper (PyTensor 3.3's ScalarCAReduce)
         return str(op)
-    scalar = getattr(op, "scalar_op", None)
-    if scalar is not None:
-        return f"{type(op).__name__}{{{type(scalar).__name__}}}"
-    return type(op).__name__
+    return ops.display_with_scalar(op, canonical=False)
 
 
 def _over_time(api, node, pos, axis) -> str:
     """``"sum over the steps"`` (etc.) when ``node`` folds input ``pos`` along ``axis`` (the
     time axis of the history it reads), else ""."""
     op = node.op
-    name = type(op).__name__
-    scalar = type(getattr(op, "scalar_op", None)).__name__
     inner = getattr(op, "fgraph", None)
     if inner is not None and pos < len(getattr(inner, "inputs", [])):
         # an op wrapping a graph (PyTensor 3.3 wraps a full reduction as ScalarCAReduce): what
@@ -164,20 +154,18 @@ def _over_time(api, node, pos, axis) -> str:
         if len(users) == 1:
             return _over_time(api, users[0][0], users[0][1], axis)
         return ""
-    if isinstance(op, api.CAReduce) and scalar in _FOLDS:
+    if isinstance(op, api.CAReduce) and ops.scalar(op) in ops.FOLDS:
         axes = getattr(op, "axis", None)
         if axes is None or axis in tuple(axes):
-            return f"{_FOLDS[scalar]} over the steps"
+            return f"{ops.FOLDS[ops.scalar(op)]} over the steps"
         return ""
-    if name == "MaxAndArgmax":
+    if ops.is_max_and_argmax(op):
         axes = getattr(op, "axis", None)
         if axes is None or axis in tuple(axes):
             return "max over the steps"
         return ""
-    # dot products: (operand position -> the axis it contracts); BLAS forms put the operands
-    # after the output and scale inputs (gemv(y, a, A, x, b), gemm(Z, a, X, Y, b))
-    operands = {"Dot": (0, 1), "Dot22": (0, 1), "_dot": (0, 1), "Dot22Scalar": (0, 1),
-                "Gemv": (2, 3), "CGemv": (2, 3), "Gemm": (2, 3), "CGemm": (2, 3)}.get(name)
+    # dot products: the operand positions (BLAS forms included) and the axis each contracts
+    operands = ops.dot_operands(op)
     if operands is not None and pos in operands:
         ndim = node.inputs[pos].type.ndim
         contracted = ndim - 1 if pos == operands[0] else max(ndim - 2, 0)

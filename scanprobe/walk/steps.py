@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from scanprobe import records as R
+from scanprobe.backends import ops
 from scanprobe.backends.graphs import toposort
 from scanprobe.walk.util import _flat
 
@@ -44,8 +45,7 @@ class StepFacts:
         self.blockers = []
         self.opaque = []
         for node in self.nodes:
-            name = type(node.op).__name__
-            if "IncSubtensor" in name and id(node.inputs[0]) not in varying and any(
+            if ops.is_index_write(node.op) and id(node.inputs[0]) not in varying and any(
                 id(i) in varying for i in node.inputs[2:]
             ):
                 src = self._leading_source(node.inputs[0])
@@ -68,7 +68,7 @@ class StepFacts:
             node = var.owner
             if node is None or not getattr(var.type, "ndim", 0):
                 return None
-            op, name = node.op, type(node.op).__name__
+            op = node.op
             nxt = None
             if isinstance(op, api.Elemwise):
                 nxt = next((i for i in node.inputs if i.type.ndim == var.type.ndim and not i.type.broadcastable[0]), None)
@@ -77,16 +77,16 @@ class StepFacts:
             elif isinstance(op, api.CAReduce):
                 axis = getattr(op, "axis", None)
                 nxt = node.inputs[0] if axis is not None and 0 not in axis else None
-            elif isinstance(op, api.Dot) or name in ("Dot22", "Dot22Scalar", "_dot"):
+            elif isinstance(op, api.Dot) or ops.is_dot(op):
                 nxt = node.inputs[0]
             elif isinstance(op, (api.Alloc, api.AllocEmpty)):
                 dim = node.inputs[1] if isinstance(op, api.Alloc) else node.inputs[0]
                 owner = dim.owner
-                while owner is not None and type(owner.op).__name__ in ("ScalarFromTensor", "TensorFromScalar"):
+                while owner is not None and ops.is_scalar_tensor(owner.op):
                     owner = owner.inputs[0].owner
                 if owner is not None and isinstance(owner.op, api.Shape_i) and owner.op.i == 0:
                     nxt = owner.inputs[0]
-            elif "Subtensor" in name or name in ("SpecifyShape", "DeepCopyOp", "OutputGuard", "ViewOp"):
+            elif ops.is_index_read(op) or ops.is_index_write(op) or ops.is_pass_through(op):
                 nxt = node.inputs[0]
             if nxt is None:
                 return None
@@ -95,7 +95,6 @@ class StepFacts:
 
     def _blocks(self, node) -> str:
         api, varying = self.api, self.varying
-        name = type(node.op).__name__
         if isinstance(node.op, (api.Subtensor, api.IncSubtensor)):
             try:
                 entries = self.plan.b.subtensor_indices(node)
@@ -108,12 +107,7 @@ class StepFacts:
                 ):
                     return "its slice bounds depend on the step, so each step's slice has another shape"
             return ""
-        shape_inputs = {
-            "ARange": node.inputs,
-            "Alloc": node.inputs[1:],
-            "AllocEmpty": node.inputs,
-            "Reshape": node.inputs[1:],
-        }.get(name)
+        shape_inputs = ops.shape_inputs(node)
         if shape_inputs is not None and any(id(i) in varying for i in shape_inputs):
             return "its output shape depends on the step"
         if self.plan.b.is_scan(node) and id(node.inputs[0]) in varying:
@@ -158,7 +152,7 @@ class StepFacts:
                 )
             )
         for node in self.opaque:
-            name = getattr(node.op, "name", None) or type(node.op).__name__
+            name = getattr(node.op, "name", None) or ops.display_name(node.op)
             rec.opaque.append(R.Blocker(op=str(name), reason=f"{len(node.op.fgraph.apply_nodes) if hasattr(node.op, 'fgraph') else '?'} ops inside"))
         seen = set()
         for node, reason in self.blockers:

@@ -5,15 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-#: Scalar op classes that one backend names differently from the others (Aesara).
-_ALIASES = {"ScalarMaximum": "Maximum", "ScalarMinimum": "Minimum"}
-
-
-def _op_name(op) -> str:
-    """The name of what an op computes: its scalar op's for elementwise ops (``Add``)."""
-    scalar = getattr(op, "scalar_op", None)
-    name = type(scalar).__name__ if scalar is not None else type(op).__name__
-    return _ALIASES.get(name, name)
+from scanprobe.backends import ops
 
 
 def _type_str(var) -> str:
@@ -22,24 +14,6 @@ def _type_str(var) -> str:
     ndim = getattr(t, "ndim", None)
     return f"{dtype}, {ndim}D" if ndim is not None else str(t)
 
-
-#: Ops that may be evaluated to size a buffer: shape arithmetic on scalars and shape vectors,
-#: and reductions of known (shared or given) vectors. Anything else keeps the size symbolic.
-_SHAPE_ARITHMETIC = frozenset(
-    {
-        "Shape", "Shape_i", "MakeVector", "Elemwise", "ScalarFromTensor", "TensorFromScalar",
-        "Subtensor", "DimShuffle", "Join", "Assert", "CheckAndRaise", "SpecifyShape",
-        "Rebroadcast", "Unbroadcast", "Sum", "Prod", "Max", "Min", "All", "Any", "CAReduce",
-        "ScalarOp", "Composite", "Second",
-    }
-)
-
-
-def is_shape_arithmetic(op) -> bool:
-    """An op that may be run to size a buffer: one of ``_SHAPE_ARITHMETIC``, or a scalar-level op
-    (``EQ``, ``Add`` on scalars: PyTensor 3.3 keeps them in shape graphs, e.g. an Assert on n_steps)."""
-    name = type(op).__name__
-    return name in _SHAPE_ARITHMETIC or any(c.__name__ == "ScalarOp" for c in type(op).__mro__)
 
 
 def _ancestor_nodes(outputs):
@@ -105,9 +79,6 @@ def _short_input(lv, x) -> str:
     return f"<{_type_str(x)}>"
 
 
-_PASS_THROUGH = ("Rebroadcast", "Unbroadcast", "SpecifyShape", "OutputGuard", "DeepCopyOp")
-
-
 def _zero_fed(api, var) -> str:
     """ "all" when ``var`` is a constant-zero Alloc, "partly" when it is one with rows written by
     set_subtensor/inc_subtensor, else ""."""
@@ -122,7 +93,7 @@ def _zero_fed(api, var) -> str:
             writes += 1
             var = node.inputs[0]
             continue
-        if type(node.op).__name__ in _PASS_THROUGH:
+        if ops.is_pass_through(node.op):
             var = node.inputs[0]
             continue
         return ""
@@ -137,7 +108,7 @@ def _creator(api, var):
         node = var.owner
         if isinstance(node.op, (api.Alloc, api.AllocEmpty)):
             return var, node
-        if isinstance(node.op, api.IncSubtensor) or type(node.op).__name__ in _PASS_THROUGH:
+        if isinstance(node.op, api.IncSubtensor) or ops.is_pass_through(node.op):
             var = node.inputs[0]
             continue
         return var, node
@@ -148,11 +119,11 @@ def _strip_to_root(api, var, through_subtensor=False):
     seen = 0
     while var is not None and var.owner is not None and seen < 20:
         seen += 1
-        name = type(var.owner.op).__name__
+        op = var.owner.op
         if (
-            name in _PASS_THROUGH
-            or name in ("DimShuffle",)
-            or _op_name(var.owner.op) in ("Cast", "Identity")
+            ops.is_pass_through(op)
+            or ops.is_dimshuffle(op)
+            or ops.is_cast_like(op)
             or (through_subtensor and isinstance(var.owner.op, api.Subtensor))
         ):
             var = var.owner.inputs[0]

@@ -1,0 +1,1 @@
+../../sample_graphs/seed002_per_example_grads.py

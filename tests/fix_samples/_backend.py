@@ -1,0 +1,1 @@
+../fixtures/_backend.py
