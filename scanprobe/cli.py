@@ -189,7 +189,7 @@ def profile_cmd(spec, backend, mode, inputs, runs, timeout, memory_limit, device
         return run_profile(spec, backend, mode, inputs, runs, timeout, limit, device, not no_node_profile, progress)
 
     prof = _run(work, fmt, color)
-    _finish("profile", prof, fmt, color, prof.summary["exit_code"])
+    _finish("profile", prof, fmt, color, prof.summary.exit_code)
 
 
 @main.command("check")
@@ -234,7 +234,7 @@ def check_cmd(files, max_buffer, max_peak, select, ignore, backend, mode, inputs
     result = _run(work)
     for e in result.errors:
         click.echo(f"error: {e.file}: {e.message}", err=True)
-    _finish("check", result, fmt, None, result.summary["exit_code"])
+    _finish("check", result, fmt, None, result.summary.exit_code)
 
 
 @main.command("graph")
@@ -283,7 +283,7 @@ def fix_cmd(spec, backend, mode, inputs, runs, timeout, device, fmt, color):
     from scanprobe.commands.fix import run_fix
 
     res = _run(lambda progress: run_fix(spec, backend, mode, inputs, runs, timeout, progress, device), fmt, color)
-    _finish("fix", res, fmt, color, res.summary["exit_code"])
+    _finish("fix", res, fmt, color, res.summary.exit_code)
 
 
 @main.command("rules")

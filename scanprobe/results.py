@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scanprobe.contracts import FIX_SCHEMA, PROFILE_SCHEMA, REPORT_SCHEMA, __version__
-from scanprobe.records import GraphPicture, Target, to_plain
+from scanprobe.records import INTERNAL, GraphPicture, Target, to_plain
 from scanprobe.rules import by_code, counted
 from scanprobe.rules.base import Finding
 
@@ -53,18 +53,31 @@ def _coerce(hint, value):
 
 @dataclass
 class Summary:
-    """What a report comes to: counted findings (errors and warnings), info notes, the bytes
-    held in removable history, and the exit code."""
+    """What a command's result comes to, one type for every command: the exit code and the
+    counts that command reports (the others stay None and are left out of its JSON).
 
-    targets: int
-    findings: int
-    notes: int
-    removable_bytes: int
-    removable_symbolic: int
+    inspect/check per file: targets, findings (errors and warnings), notes (info), the bytes
+    held in removable history; profile: findings, notes, prediction gaps, refused and failed
+    targets; fix: fixed, failed and unfixed; check: findings, files, errors.
+    """
+
     exit_code: int
+    targets: int | None = None
+    findings: int | None = None
+    notes: int | None = None
+    removable_bytes: int | None = None
+    #: removable history whose size is symbolic (said in the text, not in the JSON contract)
+    removable_symbolic: int | None = field(default=None, metadata=INTERNAL)
+    gaps: int | None = None
+    refused: list[str] | None = None
+    fixed: list[str] | None = None
+    failed: list[str] | None = None
+    unfixed: list[str] | None = None
+    files: int | None = None
+    errors: int | None = None
 
     def to_json(self) -> dict:
-        return {k: getattr(self, k) for k in ("targets", "findings", "notes", "removable_bytes", "exit_code")}
+        return {k: v for k, v in to_plain(self).items() if v is not None}
 
 
 @dataclass
@@ -298,17 +311,17 @@ class ProfileResult:
     error: RunError | None = None
 
     @property
-    def summary(self) -> dict:
+    def summary(self) -> Summary:
         findings = (self.inspect or {}).get("summary", {}).get("findings", 0)
         gaps = sum(len(t.gaps) for t in self.targets)
-        return {
-            "findings": findings,
-            "notes": (self.inspect or {}).get("summary", {}).get("notes", 0),
-            "gaps": gaps,
-            "refused": [t.name for t in self.targets if t.refused],
-            "failed": [t.name for t in self.targets if t.error is not None],
-            "exit_code": 2 if self.error else (1 if findings or gaps else 0),
-        }
+        return Summary(
+            findings=findings,
+            notes=(self.inspect or {}).get("summary", {}).get("notes", 0),
+            gaps=gaps,
+            refused=[t.name for t in self.targets if t.refused],
+            failed=[t.name for t in self.targets if t.error is not None],
+            exit_code=2 if self.error else (1 if findings or gaps else 0),
+        )
 
     def to_json(self) -> dict:
         return {
@@ -320,7 +333,7 @@ class ProfileResult:
             "targets": [t.to_json() for t in self.targets],
             "exit": self.exit,
             "error": self.error.to_json() if self.error else None,
-            "summary": self.summary,
+            "summary": self.summary.to_json(),
         }
 
 
@@ -445,7 +458,7 @@ class FixResult:
     error: RunError | None = None
 
     @property
-    def summary(self) -> dict:
+    def summary(self) -> Summary:
         fixed = [f.name for f in self.fixes if f.status == "verified"]
         failed = [f.name for f in self.fixes if f.status != "verified"]
         done = {(f.name, r) for f in self.fixes if f.status == "verified" for r in f.rules}
@@ -454,10 +467,8 @@ class FixResult:
             for x in (self.inspect or {}).get("findings", [])
             if x.get("severity", "error") in ("error", "warning") and (x["target"], x["code"]) not in done
         })
-        return {
-            "fixed": fixed, "failed": failed, "unfixed": unfixed,
-            "exit_code": 2 if self.error else (1 if failed or unfixed else 0),
-        }
+        return Summary(fixed=fixed, failed=failed, unfixed=unfixed,
+                       exit_code=2 if self.error else (1 if failed or unfixed else 0))
 
     def to_json(self) -> dict:
         return {
@@ -470,7 +481,7 @@ class FixResult:
             "fixes": [f.to_json() for f in self.fixes],
             "not_applied": [to_plain(n) for n in self.not_applied],
             "error": self.error.to_json() if self.error else None,
-            "summary": self.summary,
+            "summary": self.summary.to_json(),
         }
 
 
@@ -498,15 +509,15 @@ class CheckResult:
                 yield rep, f
 
     @property
-    def summary(self) -> dict:
+    def summary(self) -> Summary:
         n = sum(1 for _ in self.rows())
         exit_zero = bool(getattr(self.settings, "exit_zero", False))
-        return {
-            "findings": n,
-            "files": len({r.file for r in self.reports} | {e.file for e in self.errors}),
-            "errors": len(self.errors),
-            "exit_code": 2 if self.errors else (0 if exit_zero or not n else 1),
-        }
+        return Summary(
+            findings=n,
+            files=len({r.file for r in self.reports} | {e.file for e in self.errors}),
+            errors=len(self.errors),
+            exit_code=2 if self.errors else (0 if exit_zero or not n else 1),
+        )
 
     def to_json(self) -> dict:
         s = self.settings
@@ -518,5 +529,5 @@ class CheckResult:
             "skipped": list(self.skipped),
             "settings": {"max_buffer": s.max_buffer, "max_peak": s.max_peak, "select": s.select,
                          "ignore": s.ignore, "source": s.source} if s is not None else {},
-            "summary": self.summary,
+            "summary": self.summary.to_json(),
         }

@@ -182,3 +182,25 @@ def test_the_vocabulary_check_catches_a_class_name_comparison(tmp_path):
     for code in ('type(op).__name__ == "DimShuffle"', 'name in ("Dot22", "_dot")', '"Subtensor" in name'):
         consts = [n.value for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Constant)]
         assert any(c in names for c in consts), code
+
+
+def test_the_loading_session_gives_what_the_walk_asks():
+    """walk/ reads the loading session only through ``walk.session.Session``: every capability it
+    declares is there, with the same parameters, on ``loading.CaptureSession``."""
+    import inspect
+
+    from scanprobe.loading import CaptureSession
+    from scanprobe.walk.session import Session
+
+    declared = [n for n, v in vars(Session).items() if callable(v) and not n.startswith("_")]
+    assert declared
+    for name in declared:
+        mine = list(inspect.signature(getattr(CaptureSession, name)).parameters)
+        assert mine == list(inspect.signature(getattr(Session, name)).parameters), name
+    assert "scan_calls" in Session.__annotations__
+    used = set()
+    for path in (PACKAGE / "walk").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr == "session":
+                used.add(node.attr)
+    assert used <= set(declared) | {"scan_calls"}, f"walk/ uses session members it does not declare: {used - set(declared)}"

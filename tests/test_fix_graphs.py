@@ -134,24 +134,32 @@ def test_fix_device_cuda_without_a_gpu_is_a_clear_error(backend):
     assert res.err.startswith("error: --device cuda: no CUDA GPU on this machine") and "hint:" in res.err
 
 
-def test_fixed_function_on_the_jax_linker_is_compared_with_the_original(backend):
+def test_fixed_function_on_the_jax_linker_is_compared_with_the_original(backend, monkeypatch):
     """What --device cuda runs, on the CPU: the original as the user has it, the fixed function
     compiled by PyTensor's JAX linker (JAX_PLATFORMS=cpu here), outputs compared."""
     if backend != "pytensor":  # Theano has no JAX linker; its GPU backend needs pygpu
         import pytest
 
-        with pytest.raises(Exception) as err:
-            from scanprobe.commands.profile import _check_device
+        from scanprobe.backends import get_backend
+        from scanprobe.commands import profile
+        from scanprobe.errors import ScanprobeError
 
-            _check_device("cuda", "theano")
-        assert "no CUDA GPU" in str(err.value) or "pygpu" in str(err.value)
+        # as if this machine had a GPU: the backend's own reason is what stops --device cuda
+        monkeypatch.setattr(profile.shutil, "which", lambda name: f"/usr/bin/{name}")
+        with pytest.raises(ScanprobeError) as err:
+            profile._check_device("cuda", backend)
+        reason = get_backend(backend).no_gpu_reason
+        expected = f"--device cuda: {reason}" if reason else "--device cuda runs PyTensor through its JAX linker"
+        assert err.value.message.startswith(expected) and err.value.hint, err.value.message
         return
     code = (
         "import json, sys\n"
+        "from scanprobe.records import to_plain\n"
+        "from scanprobe.runners.messages import ChildSpec\n"
         "from scanprobe.runners.supervise import run_child\n"
-        "d = run_child({'spec': 'sample_graphs/seed002_per_example_grads.py', 'backend': 'pytensor', 'mode': None,"
-        " 'inputs': [], 'runs': 1, 'action': 'fix', 'fixed_mode': 'JAX'}, timeout=600, memory_limit=None)\n"
-        "print(json.dumps({'error': d.get('error'), 'targets': d['targets']}))\n"
+        "d = run_child(ChildSpec(spec='sample_graphs/seed002_per_example_grads.py', backend='pytensor', action='fix',"
+        " runs=1, fixed_mode='JAX'), timeout=600, memory_limit=None)\n"
+        "print(json.dumps({'error': to_plain(d.error), 'targets': [t.to_json() for t in d.fixes]}))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=child_env(JAX_PLATFORMS="cpu"), cwd=ROOT, timeout=600)

@@ -138,22 +138,22 @@ def test_jax_route_says_which_scan_cannot_go(backend):
 def test_calls_that_end_past_the_timeout_between_two_polls_are_a_timeout(tmp_path):
     # the supervisor polls; a call that ends past --timeout before it looks is a timeout all the
     # same (the verdict must not depend on how busy the machine is)
-    import json
     import time
 
     from scanprobe.commands.profile import run_error
     from scanprobe.runners.child import Overran, Result
+    from scanprobe.runners.messages import ChildResult, Exit, KilledFor
 
     result = Result(str(tmp_path / "result.json"), runs=1, timeout=0.001)
     with pytest.raises(Overran):
         with result.timed():
             time.sleep(0.01)
-    data = json.loads((tmp_path / "result.json").read_text())
-    assert data["overran_s"] >= 0.01 and data["running_since"] is None
-    data["exit"] = {"killed_for": "timeout"}
+    data = ChildResult.read(str(tmp_path / "result.json"))  # what the supervisor reads
+    assert data.overran_s >= 0.01 and data.running_since is None
+    data.exit = Exit(killed_for=KilledFor.TIMEOUT)
     err = run_error(data, 0.001, None)
     assert err.kind == "timeout" and "more than --timeout 0.001 s" in err.message, err
     within = Result(str(tmp_path / "ok.json"), runs=1, timeout=60)
     with within.timed():
         pass
-    assert "overran_s" not in within.data
+    assert ChildResult.read(str(tmp_path / "ok.json")).overran_s is None

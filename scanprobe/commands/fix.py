@@ -11,7 +11,8 @@ from __future__ import annotations
 def run_fix(spec, backend_name=None, mode=None, inputs=(), runs=3, timeout=600.0, progress=None, device="cpu"):
     """Returns a ``results.FixResult``."""
     from scanprobe.commands.profile import child_target, run_error
-    from scanprobe.results import FixResult, NotApplied, TargetFix, from_plain
+    from scanprobe.results import FixResult
+    from scanprobe.runners.messages import Action, ChildSpec
     from scanprobe.runners.supervise import run_child
 
     path, backend_name = child_target(spec, backend_name, device, "fix")
@@ -19,16 +20,11 @@ def run_fix(spec, backend_name=None, mode=None, inputs=(), runs=3, timeout=600.0
     # function is compiled for the GPU through PyTensor's JAX linker and compared with it
     fixed_mode = "JAX" if device == "cuda" else None
     data = run_child(
-        {"spec": spec, "backend": backend_name, "mode": mode, "inputs": list(inputs), "runs": runs, "action": "fix",
-         "fixed_mode": fixed_mode},
+        ChildSpec(spec=spec, action=Action.FIX, backend=backend_name, mode=mode, inputs=list(inputs), runs=runs,
+                  device=device, fixed_mode=fixed_mode),
         timeout=timeout, memory_limit=None, on_step=progress.step if progress else None,
     )
     return FixResult(
-        file=str(path),
-        backend=backend_name,
-        device=device,
-        inspect=data.get("report"),
-        fixes=[from_plain(TargetFix, t) for t in data.get("targets", []) if t],
-        not_applied=[from_plain(NotApplied, n) for n in data.get("not_applied", [])],
-        error=run_error(data, timeout, None),
+        file=str(path), backend=backend_name, device=device, inspect=data.report, fixes=data.fixes,
+        not_applied=data.not_applied, error=run_error(data, timeout, None, file=str(path)),
     )

@@ -12,6 +12,7 @@ import shutil
 
 from scanprobe.analysis.sizes import human_bytes
 from scanprobe.errors import ScanprobeError
+from scanprobe.records import to_plain
 
 
 def _check_device(device: str, backend_name: str | None) -> None:
@@ -70,37 +71,31 @@ def run_profile(
     progress=None,
 ):
     """Profile every target of a module; returns a ``results.ProfileResult``."""
-    from scanprobe.results import ProfileResult, TargetProfile, from_plain
+    from scanprobe.results import ProfileResult
+    from scanprobe.runners.messages import Action, ChildSpec
     from scanprobe.runners.supervise import run_child
 
     path, backend_name = child_target(spec, backend_name, device, "profile")
     if device == "cuda":
         mode = "JAX"
-    child_spec = {
-        "spec": spec,
-        "backend": backend_name,
-        "mode": mode,
-        "inputs": list(inputs),
-        "runs": runs,
-        "memory_limit": memory_limit,
-        "node_profile": node_profile,
-        "device": device,
-    }
+    child_spec = ChildSpec(spec=spec, action=Action.PROFILE, backend=backend_name, mode=mode, inputs=list(inputs),
+                           runs=runs, memory_limit=memory_limit, node_profile=node_profile, device=device)
     data = run_child(child_spec, timeout=timeout, memory_limit=memory_limit, on_step=progress.step if progress else None)
-    data["file"] = str(path)
-    targets = [from_plain(TargetProfile, t) for t in data.get("targets", [])]
+    targets = data.profiles
     return ProfileResult(
-        file=str(path), device=device, inspect=data.get("report"), targets=targets, exit=data.get("exit"),
-        error=run_error(data, timeout, memory_limit, targets),
+        file=str(path), device=device, inspect=data.report, targets=targets,
+        exit=to_plain(data.exit) if data.exit else None,
+        error=run_error(data, timeout, memory_limit, targets, file=str(path)),
     )
 
 
-def run_error(data: dict, timeout, memory_limit, targets=()):
-    """The reason a child run did not complete (``results.RunError``), or None."""
+def run_error(data, timeout, memory_limit, targets=(), file="FILE"):
+    """The reason a child run (``messages.ChildResult``) did not complete (``results.RunError``), or None."""
     from scanprobe.results import RunError
+    from scanprobe.runners.messages import Exit, KilledFor
 
-    ex = data.get("exit") or {}
-    step = data.get("step", "starting")
+    ex = data.exit or Exit()
+    step = data.step
     for t in targets:
         if t.refused:
             budget = []
@@ -112,33 +107,33 @@ def run_error(data: dict, timeout, memory_limit, targets=()):
             return RunError(
                 f"refused to run {t.name}: predicted peak {human_bytes(t.predicted_peak)} "
                 f"({' + '.join(t.predicted_parts)}) exceeds {' and '.join(budget)}",
-                f"run `scanprobe inspect {data.get('file', 'FILE')}` to see what holds the memory (full-history "
+                f"run `scanprobe inspect {file}` to see what holds the memory (full-history "
                 "findings can be shrunk), or profile a smaller size" + (" or raise --memory-limit" if raise_limit else ""),
                 "refused",
             )
-    if ex.get("killed_for") == "memory":
+    if ex.killed_for == KilledFor.MEMORY:
         return RunError(
             f"stopped while {step}: the run passed --memory-limit {human_bytes(memory_limit)} "
-            f"(RSS grew by {human_bytes(ex.get('peak_rss', 0) - (ex.get('rss_baseline') or 0))})",
+            f"(RSS grew by {human_bytes(ex.peak_rss - (ex.rss_baseline or 0))})",
             "raise --memory-limit, or shrink what `scanprobe inspect` reports", "memory",
         )
-    if ex.get("killed_for") == "timeout":
-        overran = data.get("overran_s")
+    if ex.killed_for == KilledFor.TIMEOUT:
+        overran = data.overran_s
         said = f"its calls took {overran:.3g} s, more than" if overran is not None else "still running after"
         return RunError(
             f"stopped while {step}: {said} --timeout {timeout:g} s",
             "raise --timeout, or profile a smaller size (a hang in user code ends here too)", "timeout",
         )
-    if ex.get("killed_for") == "load_timeout":
+    if ex.killed_for == KilledFor.LOAD_TIMEOUT:
         return RunError(
-            f"stopped while {step}: loading, compiling and analysing took more than {ex.get('load_timeout', 600):g} s",
+            f"stopped while {step}: loading, compiling and analysing took more than {ex.load_timeout:g} s",
             "an endless loop at import? code under if __name__ == '__main__': does not run", "timeout",
         )
-    if data.get("error"):
-        err = data["error"]
+    if data.error is not None:
+        err = data.error
         return RunError(
-            err["message"], err.get("hint") or "the run failed in your code or its graph; the message says where",
-            err.get("kind", "error"), err.get("frames", []), err.get("traceback", ""),
+            err.message, err.hint or "the run failed in your code or its graph; the message says where",
+            err.kind, err.frames, err.traceback,
         )
     failed = [t for t in targets if getattr(t, "error", None) is not None]
     if failed:  # the first target whose run failed (each carries its own cause)
@@ -148,15 +143,15 @@ def run_error(data: dict, timeout, memory_limit, targets=()):
             err = RunError(err.message, err.hint + (f"; also failed: {others}" if others else ""), err.kind,
                            err.frames, err.traceback)
         return err
-    if ex.get("signal"):
+    if ex.signal:
         return RunError(
-            f"the run crashed with signal {ex['signal']} while {step}",
+            f"the run crashed with signal {ex.signal} while {step}",
             "a crash in compiled code: rerun with a smaller size or FAST_COMPILE to narrow it down",
-            "crash", log_tail=data.get("log_tail", ""),
+            "crash", log_tail=data.log_tail,
         )
-    if ex.get("code") not in (0, None):
+    if ex.code not in (0, None):
         return RunError(
-            f"the run exited with code {ex.get('code')} while {step}", "see the output of your module above",
-            "crash", log_tail=data.get("log_tail", ""),
+            f"the run exited with code {ex.code} while {step}", "see the output of your module above",
+            "crash", log_tail=data.log_tail,
         )
     return None

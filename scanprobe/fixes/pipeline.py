@@ -153,6 +153,7 @@ def fix_target(backend, session, live, fix_plan: Plan, values, runner, knowledge
         site=to_plain(call.site) if call.site else None,
     )
     save = on_update or (lambda e: None)
+    save(entry)  # a run stopped from here on still reports the target, "not compared"
     state = SharedState(built.fgraph)
     runner.step(f"running {target.name} as it is")
     entry.before = FixSide(predicted_peak=target.scan_buffer_bytes())

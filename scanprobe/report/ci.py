@@ -33,7 +33,7 @@ def render_text(result, out, color=None):
         if e.hint:
             out.write(f"  hint: {e.hint}\n")
     summary = result.summary
-    n, files = summary["findings"], summary["files"]
+    n, files = summary.findings, summary.files
     if result.skipped:
         out.write(f"skipped (compile nothing): {', '.join(os.path.relpath(p) for p in result.skipped)}\n")
     budgets = []

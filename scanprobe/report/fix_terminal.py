@@ -72,5 +72,5 @@ def render(res, out, color=None) -> None:
             snippet = f"mode={f.suggestion}"
             con.print(Syntax(f"# {f.site['code']}\n{snippet}", "python", theme="ansi_dark", background_color="default"))
     summary = res.summary
-    if summary["unfixed"]:
-        con.print(f"[bold yellow]not fixed:[/] {escape(', '.join(summary['unfixed']))} (see scanprobe inspect for the why)")
+    if summary.unfixed:
+        con.print(f"[bold yellow]not fixed:[/] {escape(', '.join(summary.unfixed))} (see scanprobe inspect for the why)")

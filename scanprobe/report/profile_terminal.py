@@ -68,7 +68,7 @@ def render(prof, out, color=None) -> None:
     con.print()
     if not prof.error:  # an error goes to stderr with the other commands' errors
         con.print(
-            f"{summary['findings']} finding(s) from inspect"
-            + (f" (+ {summary['notes']} note(s))" if summary["notes"] else "")
-            + f" · {summary['gaps']} prediction gap(s) · exit {summary['exit_code']}"
+            f"{summary.findings} finding(s) from inspect"
+            + (f" (+ {summary.notes} note(s))" if summary.notes else "")
+            + f" · {summary.gaps} prediction gap(s) · exit {summary.exit_code}"
         )

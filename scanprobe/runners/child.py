@@ -1,6 +1,7 @@
 """The child process of ``scanprobe profile`` and ``scanprobe fix``: analyse, check, run, measure.
 
-Started by ``runners.supervise`` as ``python -m scanprobe.runners.child SPEC.json``. It analyses
+Started by ``runners.supervise`` as ``python -m scanprobe.runners.child SPEC.json`` (a
+``messages.ChildSpec``); it writes a ``messages.ChildResult``. It analyses
 the module with the library pipeline (so the prediction is made in the process that runs), then
 either profiles each target or hands it to the fix pipeline with itself as the runner (``step``
 and ``measure``). After each step it rewrites the result file, so a crash, a kill for memory or
@@ -10,7 +11,6 @@ a timeout leaves what was measured so far and the step that was running.
 from __future__ import annotations
 
 import contextlib
-import json
 import statistics
 import sys
 import time
@@ -19,10 +19,12 @@ import tracemalloc
 
 import numpy as np
 
-from scanprobe.errors import ScanprobeError
+from scanprobe.errors import ScanprobeError, failure_text
 from scanprobe.records import to_plain
-from scanprobe.results import BufferProfile, Measurement, NodeProfile, RunError, ScanTime, TargetProfile, TwinProfile
+from scanprobe.results import (BufferProfile, Measurement, NodeProfile, NotApplied, RunError, ScanTime,
+                               TargetProfile, TwinProfile)
 from scanprobe.runners.memory import RssSampler, available_bytes, peak_rss_bytes, rss_bytes
+from scanprobe.runners.messages import Action, ChildResult, ChildSpec
 
 
 class Result:
@@ -32,32 +34,31 @@ class Result:
         self.path = path
         self.runs = runs
         self.timeout = timeout
-        self.data = {"targets": [], "notes": [], "error": None, "step": "starting"}
+        self.msg = ChildResult()
 
     def step(self, text):
-        self.data["step"] = text
+        self.msg.step = text
         self.save()
 
     def save(self):
-        with open(self.path, "w") as fh:
-            json.dump(self.data, fh, default=str)
+        self.msg.write(self.path)
 
     @contextlib.contextmanager
     def timed(self):
         """Calls of the user's function: the supervisor holds them to --timeout from here."""
-        self.data["running_since"] = time.time()
+        self.msg.running_since = time.time()
         self.save()
         try:
             yield
         finally:
-            took = time.time() - self.data["running_since"]
-            self.data["ran_s"] = self.data.get("ran_s", 0.0) + took
-            self.data["running_since"] = None
+            took = time.time() - self.msg.running_since
+            self.msg.ran_s += took
+            self.msg.running_since = None
             self.save()
         # calls that finished past --timeout between two polls of the supervisor are a timeout
         # all the same: the verdict must not depend on how busy the machine is
         if self.timeout is not None and took > self.timeout:
-            self.data["overran_s"] = took
+            self.msg.overran_s = took
             self.save()
             raise Overran(took)
 
@@ -213,7 +214,7 @@ _JAX_HINT = (
 
 def _is_jax(spec, target) -> bool:
     """The JAX route: --device cuda, or a JAX mode/linker asked for on the CPU."""
-    return spec.get("device") == "cuda" or "jax" in (target.mode.name + target.mode.linker).lower()
+    return spec.device == "cuda" or "jax" in (target.mode.name + target.mode.linker).lower()
 
 
 def _jax_failure(exc, target) -> str:
@@ -246,22 +247,20 @@ def _jax_memory_stats() -> dict | None:
 def _profile(result, analysis, specs, spec):
     """Each target in turn; one that fails is reported with its cause, and the others still run."""
     for live in analysis.live:
-        entry = TargetProfile(name=live.target.name, available=available_bytes(), memory_limit=spec.get("memory_limit"))
-        result.data["targets"].append(entry.to_json())
+        entry = TargetProfile(name=live.target.name, available=available_bytes(), memory_limit=spec.memory_limit)
+        result.msg.profiles.append(entry)
         try:
             _profile_target(result, live, specs, spec, entry)
         except ScanprobeError as err:
             entry.error = RunError(err.message, err.hint or "", "error", [to_plain(f) for f in err.frames])
         except MemoryError:
-            entry.error = RunError(f"MemoryError while {result.data['step']}",
+            entry.error = RunError(f"MemoryError while {result.msg.step}",
                                    "the call ran out of memory: shrink what `scanprobe inspect` reports (full-history "
                                    "findings), or profile a smaller size", "memory")
         except Exception as exc:  # noqa: BLE001 - the user's function failed: said, and on to the next
-            text = str(exc).splitlines()[0] if str(exc) else ""
-            entry.error = RunError(f"{type(exc).__name__} while {result.data['step']}: {text}",
+            entry.error = RunError(f"{failure_text(exc).replace(':', ' while ' + result.msg.step + ':', 1)}",
                                    "the run failed in your code or its graph; the message says where", "error",
                                    traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:]))
-        result.data["targets"][-1] = entry.to_json()
         result.save()
     result.step("done")
 
@@ -270,7 +269,6 @@ def _profile_target(result, live, specs, spec, entry):
     target = live.target
 
     def save():
-        result.data["targets"][-1] = entry.to_json()
         result.save()
 
     values = values_for(live, specs)
@@ -294,7 +292,7 @@ def _profile_target(result, live, specs, spec, entry):
     try:
         fn = live.session.realize(live.captured)
         entry.link_seconds = time.perf_counter() - t0
-        result.data["rss_baseline"] = rss_bytes()  # --memory-limit counts from here
+        result.msg.rss_baseline = rss_bytes()  # --memory-limit counts from here
         result.step(f"running {target.name}")
         entry.measured = result.measure(fn, values)
     except Exception as exc:
@@ -304,7 +302,7 @@ def _profile_target(result, live, specs, spec, entry):
     if _is_jax(spec, target):
         entry.device_memory = _jax_memory_stats()
     save()
-    if spec.get("node_profile", True):
+    if spec.node_profile:
         result.step(f"profiling {target.name}")
         entry.profile = profiled_twin(live, specs, values, result)
         save()
@@ -321,37 +319,37 @@ def _fix(result, analysis, specs, spec):
         fix_plan = plan(live.backend, live.captured, target, [f for f in report.findings if f.target == target.name],
                         site_of(live.session))
         if not fix_plan.rules:
-            skipped = [to_plain(n) for n in fix_plan.notes() if n.reason]
+            skipped = [n for n in fix_plan.notes() if n.reason]
             if skipped:
-                result.data.setdefault("not_applied", []).append({"name": target.name, "rewrites": skipped})
+                result.msg.not_applied.append(NotApplied(name=target.name, rewrites=skipped))
             continue
-        result.data["targets"].append(None)
+        started = len(result.msg.fixes)
 
-        def on_update(entry):
-            result.data["targets"][-1] = entry.to_json()
+        def on_update(entry, started=started):
+            del result.msg.fixes[started:]
+            result.msg.fixes.append(entry)
             result.save()
 
         fix_target(
             live.backend, live.session, (live.captured, live.built, target), fix_plan, values_for(live, specs),
-            result, knowledge_of(live.session, specs), spec.get("fixed_mode"), on_update,
+            result, knowledge_of(live.session, specs), spec.fixed_mode, on_update,
         )
     result.step("done")
 
 
 def main(spec_path: str) -> int:
-    with open(spec_path) as fh:
-        spec = json.load(fh)
-    result = Result(spec["result"], spec.get("runs", 3), spec.get("timeout"))
+    spec = ChildSpec.read(spec_path)
+    result = Result(spec.result, spec.runs, spec.timeout)
     from scanprobe.inputs import parse_input_spec
     from scanprobe.pipeline import analyse_module
 
     try:
         result.step("loading and analysing")
-        analysis = analyse_module(spec["spec"], spec.get("backend"), spec.get("mode"), tuple(spec.get("inputs", ())))
-        result.data["report"] = analysis.report.to_json()
+        analysis = analyse_module(spec.spec, spec.backend, spec.mode, tuple(spec.inputs))
+        result.msg.report = analysis.report.to_json()
         result.save()
-        specs = [parse_input_spec(s) for s in spec.get("inputs", ())]
-        if spec.get("action") == "fix":
+        specs = [parse_input_spec(s) for s in spec.inputs]
+        if spec.action == Action.FIX:
             _fix(result, analysis, specs, spec)
         else:
             _profile(result, analysis, specs, spec)
@@ -359,20 +357,17 @@ def main(spec_path: str) -> int:
     except Overran:
         return 124
     except ScanprobeError as err:
-        result.data["error"] = {"message": err.message, "hint": err.hint, "frames": [to_plain(f) for f in err.frames]}
+        result.msg.error = RunError(err.message, err.hint or "", frames=[to_plain(f) for f in err.frames])
         result.save()
         return 2
     except MemoryError:
-        result.data["error"] = {"message": f"MemoryError while {result.data['step']}", "hint": "", "kind": "memory"}
+        result.msg.error = RunError(f"MemoryError while {result.msg.step}", "", "memory")
         result.save()
         return 2
     except BaseException as exc:  # noqa: BLE001 - reported to the parent
         tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        result.data["error"] = {
-            "message": f"{type(exc).__name__} while {result.data['step']}: {str(exc).splitlines()[0] if str(exc) else ''}",
-            "hint": "",
-            "traceback": "".join(tb[-6:]),
-        }
+        result.msg.error = RunError(failure_text(exc).replace(":", f" while {result.msg.step}:", 1), "",
+                                    traceback="".join(tb[-6:]))
         result.save()
         return 2
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import os
 import signal
 import subprocess
@@ -11,25 +11,26 @@ import tempfile
 import time
 
 from scanprobe.runners.memory import rss_bytes
+from scanprobe.runners.messages import ChildResult, ChildSpec, Exit, KilledFor
 
 
-def run_child(spec: dict, timeout: float, memory_limit: int | None, on_step=None, load_timeout: float = 600) -> dict:
+def run_child(spec: ChildSpec, timeout: float, memory_limit: int | None, on_step=None,
+              load_timeout: float = 600) -> ChildResult:
     """Start ``scanprobe.runners.child``; kill it when a run of the user's function passes
     ``timeout`` (counted from the start of that target's calls, which the child reports), when
     loading, compiling and analysing pass ``load_timeout``, or above ``memory_limit`` RSS.
 
-    Returns the child's result file contents plus ``exit``: {"code", "signal", "killed_for",
-    "peak_rss"}. The user's code never runs in this process.
+    Returns the child's ``ChildResult`` with its ``Exit``. The user's code never runs in this
+    process.
     """
     with tempfile.TemporaryDirectory(prefix="scanprobe-") as tmp:
-        spec = dict(spec, result=os.path.join(tmp, "result.json"), timeout=timeout)
+        spec = dataclasses.replace(spec, result=os.path.join(tmp, "result.json"), timeout=timeout)
         spec_path = os.path.join(tmp, "spec.json")
-        with open(spec_path, "w") as fh:
-            json.dump(spec, fh)
+        spec.write(spec_path)
         log_path = os.path.join(tmp, "child.log")
         with open(log_path, "w") as log:
             env = dict(os.environ)
-            if spec.get("device") == "cuda":
+            if spec.device == "cuda":
                 env.setdefault("JAX_PLATFORMS", "cuda")
             proc = subprocess.Popen(
                 [sys.executable, "-m", "scanprobe.runners.child", spec_path],
@@ -43,17 +44,17 @@ def run_child(spec: dict, timeout: float, memory_limit: int | None, on_step=None
             while proc.poll() is None:
                 rss = rss_bytes(proc.pid) or 0
                 peak = max(peak, rss)
-                current = _read(spec["result"])
+                current = ChildResult.read(spec.result)
                 # --memory-limit bounds what the run adds, counted from the child's level just
                 # before it calls the target (the interpreter, backend and compile are not the run)
-                baseline = current.get("rss_baseline")
-                running_since = current.get("running_since")
+                baseline = current.rss_baseline
+                running_since = current.running_since
                 if memory_limit and baseline is not None and rss - baseline > memory_limit:
-                    killed_for = "memory"
+                    killed_for = KilledFor.MEMORY
                 elif running_since is not None and time.time() - running_since > timeout:
-                    killed_for = "timeout"
-                elif running_since is None and time.monotonic() - t0 - current.get("ran_s", 0.0) > load_timeout:
-                    killed_for = "load_timeout"
+                    killed_for = KilledFor.TIMEOUT
+                elif running_since is None and time.monotonic() - t0 - current.ran_s > load_timeout:
+                    killed_for = KilledFor.LOAD_TIMEOUT
                 if killed_for:
                     try:
                         os.killpg(proc.pid, signal.SIGKILL)
@@ -61,32 +62,24 @@ def run_child(spec: dict, timeout: float, memory_limit: int | None, on_step=None
                         pass
                     proc.wait()
                     break
-                if on_step is not None and current.get("step") and current.get("step") != step:
-                    step = current["step"]
+                if on_step is not None and current.step and current.step != step:
+                    step = current.step
                     on_step(step)
                 time.sleep(0.02)
-        data = _read(spec["result"])
-        if killed_for is None and data.get("overran_s") is not None:
-            killed_for = "timeout"
+        data = ChildResult.read(spec.result)
+        if killed_for is None and data.overran_s is not None:
+            killed_for = KilledFor.TIMEOUT
         with open(log_path, errors="replace") as fh:
             log_text = fh.read()
     code = proc.returncode
-    data["exit"] = {
-        "code": code,
-        "signal": -code if code is not None and code < 0 and killed_for is None else None,
-        "killed_for": killed_for,
-        "peak_rss": peak,
-        "rss_baseline": data.get("rss_baseline"),
-        "load_timeout": load_timeout,
-        "seconds": time.monotonic() - t0,
-    }
-    data["log_tail"] = log_text[-2000:]
+    data.exit = Exit(
+        code=code,
+        signal=-code if code is not None and code < 0 and killed_for is None else None,
+        killed_for=killed_for,
+        peak_rss=peak,
+        rss_baseline=data.rss_baseline,
+        load_timeout=load_timeout,
+        seconds=time.monotonic() - t0,
+    )
+    data.log_tail = log_text[-2000:]
     return data
-
-
-def _read(path) -> dict:
-    try:
-        with open(path) as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return {}

@@ -18,6 +18,7 @@ import numpy as np
 
 from scanprobe import records as R
 from scanprobe.walk.level import Level
+from scanprobe.walk.session import Session
 from scanprobe.walk.shapes import LazyShapes
 from scanprobe.walk.util import _type_str
 
@@ -31,7 +32,7 @@ class Walked:
     buffer_vars: dict = field(default_factory=dict)
 
 
-def analyse(backend, built, captured, knowledge, session, full_formulas=False) -> Walked:
+def analyse(backend, built, captured, knowledge, session: Session, full_formulas=False) -> Walked:
     """Records for one built (optimized, unlinked) function graph; ``full_formulas`` keeps every
     symbolic size whole (else long ones become named placeholders: ``formula.LIMIT``)."""
     with backend.without_traces():
@@ -61,7 +62,7 @@ class GraphWalker:
     value computed by a scan, data the user did not give) stays a formula.
     """
 
-    def __init__(self, backend, fgraph, captured, knowledge, session):
+    def __init__(self, backend, fgraph, captured, knowledge, session: Session):
         self.b = backend
         self.api = backend.api
         self.captured = captured

@@ -1,0 +1,108 @@
+"""The messages between scanprobe and the child that runs the user's code, typed.
+
+The parent writes a ``ChildSpec`` (what to run), the child rewrites a ``ChildResult`` after every
+step (what happened so far), and the supervisor adds an ``Exit`` (how the child ended). Each
+crosses the process boundary as JSON written by ``records.to_plain`` and read back by
+``results.from_plain``, the same pair the reports use; nothing on either side reads a plain dict.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from scanprobe.records import to_plain
+from scanprobe.results import NotApplied, RunError, TargetFix, TargetProfile, from_plain
+
+
+class Action(StrEnum):
+    PROFILE = "profile"
+    FIX = "fix"
+
+
+class KilledFor(StrEnum):
+    """Why the supervisor stopped the child."""
+
+    MEMORY = "memory"
+    TIMEOUT = "timeout"
+    LOAD_TIMEOUT = "load_timeout"
+
+
+@dataclass
+class ChildSpec:
+    """What the child runs: one module's targets, profiled or fixed."""
+
+    spec: str  # FILE[:TARGET]
+    action: str = Action.PROFILE
+    backend: str | None = None
+    mode: str | None = None
+    inputs: list[str] = field(default_factory=list)
+    runs: int = 3
+    device: str = "cpu"
+    memory_limit: int | None = None
+    node_profile: bool = True
+    #: fix --device cuda: the linker the fixed function is compiled for (the original runs as it is)
+    fixed_mode: str | None = None
+    #: set by the supervisor: where the child writes its ``ChildResult``, and --timeout
+    result: str = ""
+    timeout: float | None = None
+
+    def write(self, path: str) -> None:
+        with open(path, "w") as fh:
+            json.dump(to_plain(self), fh)
+
+    @classmethod
+    def read(cls, path: str) -> "ChildSpec":
+        with open(path) as fh:
+            return from_plain(cls, json.load(fh))
+
+
+@dataclass
+class Exit:
+    """How the child ended (the supervisor's view)."""
+
+    code: int | None = None
+    signal: int | None = None
+    killed_for: str | None = None  # a KilledFor, or None
+    peak_rss: int = 0
+    rss_baseline: int | None = None
+    load_timeout: float = 600.0
+    seconds: float = 0.0
+
+
+@dataclass
+class ChildResult:
+    """What the child has done so far; rewritten after every step, so a crash, a kill for memory
+    or a timeout leaves what was measured and the step that was running."""
+
+    step: str = "starting"
+    #: the analysis of the module (the inspect report's JSON form)
+    report: dict | None = None
+    profiles: list[TargetProfile] = field(default_factory=list)
+    fixes: list[TargetFix] = field(default_factory=list)
+    not_applied: list[NotApplied] = field(default_factory=list)
+    error: RunError | None = None
+    #: the supervisor's clock: when the user's calls started (None between calls), their total
+    running_since: float | None = None
+    ran_s: float = 0.0
+    #: calls that ended past --timeout between two polls of the supervisor
+    overran_s: float | None = None
+    #: RSS just before the target is called: --memory-limit counts from here
+    rss_baseline: int | None = None
+    #: set by the supervisor
+    exit: Exit | None = None
+    log_tail: str = ""
+
+    def write(self, path: str) -> None:
+        with open(path, "w") as fh:
+            json.dump(to_plain(self), fh, default=str)
+
+    @classmethod
+    def read(cls, path: str) -> "ChildResult":
+        """The result file as it is now (an empty result while it is missing or half written)."""
+        try:
+            with open(path) as fh:
+                return from_plain(cls, json.load(fh))
+        except (OSError, ValueError):
+            return cls()
