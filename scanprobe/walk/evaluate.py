@@ -103,7 +103,9 @@ class Evaluation:
         out = {v: self.value(v) if _is_constant(self.api, v) else None for v in todo}
         if not ok:
             return out
-        results = self._run(ok, feeds, self.b.scalar_eval_modes()[0])
+        # one function for all: an in-place op of the optimized graph must not overwrite a size
+        # another output reads (the tutorial LSTM's `Mul` in place on `x.shape[1]`: 1600 for 16)
+        results = self._run(self._undestroyed(ok), feeds, self.b.scalar_eval_modes()[0])
         if results is not None:
             for var, res in zip(originals, results):
                 out[var] = _as_int(res)
@@ -123,6 +125,26 @@ class Evaluation:
             if results is not None:
                 out[var] = _as_int(results[0])
         return out
+
+    def _undestroyed(self, outputs):
+        """``outputs`` rebuilt so that no op destroys a variable: each input an op works on in
+        place (``destroy_map``, kept from the optimized graph the shape graphs are cut from) is a
+        copy. Several sizes computed in one function share sub-graphs, and an in-place op would
+        otherwise overwrite a size before it is returned."""
+        from scanprobe.backends.graphs import toposort
+
+        memo = {}
+        changed = False
+        for node in toposort(list(outputs)):
+            destroyed = {i for ii in getattr(node.op, "destroy_map", {}).values() for i in ii}
+            ins = [memo.get(id(v), v) for v in node.inputs]
+            ins = [self.api.T.tensor_copy(v) if k in destroyed else v for k, v in enumerate(ins)]
+            if all(a is b for a, b in zip(ins, node.inputs)):
+                continue
+            changed = True
+            new = node.clone_with_new_inputs(ins)
+            memo.update((id(o), n) for o, n in zip(node.outputs, new.outputs))
+        return [memo.get(id(v), v) for v in outputs] if changed else list(outputs)
 
     def _interpret(self, outputs, feeds):
         """``outputs`` computed node by node with each op's Python ``perform`` (an elementwise
