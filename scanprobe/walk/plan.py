@@ -10,7 +10,7 @@ import numpy as np
 
 from scanprobe import records as R
 from scanprobe.backends import ops
-from scanprobe.backends.graphs import ancestors
+from scanprobe.backends.graphs import ByIdentity, ancestors
 from scanprobe.walk.naming import Naming
 from scanprobe.walk.nested_cut import cut_for_nested
 from scanprobe.walk.reads import reader_index_vars, reads
@@ -279,13 +279,35 @@ class ScanPlan(Naming):
             return [(la - na, self)]
         return []
 
+    def _own_inputs(self, inner_in, inner_out, leaves):
+        """The step graph over fresh input variables of its own. PyTensor's scan inner inputs are
+        interned ``NominalVariable``s: the step's input ``*7`` is the very object that is input
+        ``*7`` of a scan nested in it, so a nested scan's sizes, read back onto this level, would
+        read another input (an RNN-RBM's bias `bv` sized by `bh`)."""
+        api = self.api
+        old = list(inner_in) + list(leaves)
+        fresh = []
+        for v in old:
+            f = v.type()
+            f.name = getattr(v, "name", None)
+            if hasattr(v, "tag") and hasattr(v.tag, "trace"):
+                f.tag.trace = v.tag.trace
+            fresh.append(f)
+        mapping = dict(zip(old, fresh))
+        outs = api.clone_replace(list(inner_out), replace=mapping)
+        new_leaves = ByIdentity()
+        for v, f in zip(list(leaves), fresh[len(inner_in):]):
+            dims = leaves[v]
+            new_leaves[f] = tuple(api.clone_replace(d, replace=mapping) if d.owner is not None else d for d in dims)
+        return fresh[: len(inner_in)], list(outs), new_leaves
+
     def walk_inner(self):
         """Analyse scans nested in this scan's inner graph, with what the outer level knows."""
         if not any(n.owner is not None and self.b.is_scan(n.owner) for n in ancestors(self.info.inner_outputs)):
             return
         # the inner graph the scan runs: optimized in the scan op's own mode (the outer mode is not
         # the inner one: a FAST_COMPILE function's nested scans still get save-mem inside)
-        leaves = {}
+        leaves = ByIdentity()
         cut = cut_for_nested(self.b, *self.b.inner_graph(self.node))
         optimized = self.b.optimize_like_inner(self.node, cut.inputs, cut.outputs) if cut is not None else None
         if optimized is not None:  # a large step: only what decides the nested scans' buffers
@@ -298,8 +320,9 @@ class ScanPlan(Naming):
             inner_in = inner_in[: cut.n_own]
         else:
             inner_in, inner_out = self.b.run_inner_graph(self.node)
+        inner_in, inner_out, leaves = self._own_inputs(inner_in, inner_out, leaves)
         fg = GraphView(inner_in + [v for v in leaves], inner_out)
-        known = {}
+        known = ByIdentity()
         lv = self.level
         a = self.args
         # Map inner inputs to what we know of the outer ones, by position: inner inputs are
@@ -323,12 +346,12 @@ class ScanPlan(Naming):
             for inner in inner_in[pos: pos + n_taps]:
                 known[inner] = row
             pos += n_taps
-        labels = {}
+        labels = ByIdentity()
         for outer, inner in ns_pairs:
             labels[inner] = self._user_label(outer, "non_sequence", 0, None)
         for outer, inner in seq_pairs:
             labels[inner] = f"{self._user_label(outer, 'sequence', 0, None)}[t]"
-        fg_known, fg_labels = {}, {}
+        fg_known, fg_labels = ByIdentity(), ByIdentity()  # PyTensor's inner inputs of two levels compare equal
         for orig in inner_in:
             fg_known[orig] = known.get(orig, (None, None, "unknown"))
             if orig in labels:

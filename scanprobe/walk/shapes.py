@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from scanprobe.backends.graphs import ByIdentity
+
 
 class LazyShapes:
     """``shapes(var)`` -> tuple of scalar shape variables (None for non-tensor variables)."""
@@ -28,8 +30,9 @@ class LazyShapes:
     def __init__(self, backend, leaves=None):
         self.b = backend
         self.api = backend.api
-        #: variable -> shape tuple, given from outside (a scan's inner inputs)
-        self.memo: dict = dict(leaves or {})
+        #: variable -> shape tuple, given from outside (a scan's inner inputs); keyed by identity
+        #: (PyTensor's NominalVariables of two scan levels compare equal)
+        self.memo: dict = ByIdentity(leaves or {})
         self._consts: dict = {}
 
     # ------------------------------------------------------------------ helpers
@@ -199,7 +202,7 @@ class LazyShapes:
 
     def _inner_leaves(self, a) -> dict:
         """Inner inputs of a scan -> shapes in terms of the outer graph."""
-        memo, leaves = self.memo, {}
+        memo, leaves = self.memo, ByIdentity()
 
         def tail(outer):
             shp = memo.get(outer)
