@@ -147,13 +147,18 @@ def inspect_cmd(spec, backend, mode, inputs, fmt, include_library, color, exit_z
     from scanprobe.commands.inspect import run_inspect
 
     def work(progress):
+        html_file = None
+        if html_path is not None:  # checked and resolved before the module runs (it may chdir)
+            from scanprobe.report.files import output_path
+
+            html_file = output_path(html_path, "--html", spec, (".html", ".htm"))
         report = run_inspect(spec, backend, mode, inputs, include_library, progress, pictures=bool(html_path),
                              full_formulas=full_formulas, timeout=load_timeout)
-        if html_path:
+        if html_file is not None:
             from scanprobe.report import html
 
             progress.step("writing the HTML report")
-            html.write(report, html_path)
+            html.write(report, html_file)
         return report
 
     report = _run(work, fmt, color)
@@ -249,7 +254,13 @@ def graph_cmd(spec, output, backend, mode, inputs, load_timeout):
     labelled with their predicted bytes, removable full-history buffers (SP001) in red."""
     from scanprobe.commands.graph import run_graph
 
-    info = _run(lambda progress: run_graph(spec, output, backend, mode, inputs, progress, load_timeout))
+    def work(progress):
+        from scanprobe.report.files import output_path
+
+        path = output_path(output, "-o", spec, (".svg", ".png", ".dot"))  # before the module runs
+        return run_graph(spec, str(path), backend, mode, inputs, progress, load_timeout)
+
+    info = _run(work)
     click.echo(f"wrote {info['output']}: {info['target']}, {info['nodes']} nodes, {info['buffers']} scan buffers")
 
 

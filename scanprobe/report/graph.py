@@ -44,19 +44,25 @@ def to_dot(pic):
     return g
 
 
-def write(pic, path: str) -> str:
+def write(pic, path) -> str:
+    """Write the picture (``path`` checked by ``files.output_path`` before the module ran),
+    atomically."""
+    from pathlib import Path
+
+    from scanprobe.report.files import write_atomic
+
+    path = str(path)
     fmt = path.rsplit(".", 1)[-1].lower() if "." in path else ""
     if fmt not in FORMATS:
         raise ScanprobeError(f"cannot tell the picture format of {path!r}", hint="end the output name in .svg, .png or .dot")
     g = to_dot(pic)
     if fmt == "dot":
-        with open(path, "w") as fh:
-            fh.write(g.to_string())
+        write_atomic(Path(path), g.to_string())
         return path
     if shutil.which("dot") is None:
         raise ScanprobeError(
             "graphviz's `dot` program is not installed, so no svg/png can be drawn",
             hint="install graphviz (apt-get install graphviz, brew install graphviz), or write -o graph.dot",
         )
-    g.write(path, format=fmt)
+    write_atomic(Path(path), g.create(format=fmt))
     return path

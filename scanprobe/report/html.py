@@ -111,10 +111,12 @@ def pictures_for(report) -> dict:
             for name, pic in report.pictures.items()}
 
 
-def write(report, path: str) -> None:
-    """Write the HTML atomically (a temporary file renamed into place)."""
-    text = render(report, pictures_for(report))
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+def write(report, path) -> None:
+    """Write the HTML atomically (``report.files``: a temporary file renamed into place); ``path``
+    was checked by ``files.output_path`` before the user's module ran."""
+    from pathlib import Path
+
+    from scanprobe.report.files import write_atomic
+
+    write_atomic(Path(path), render(report, pictures_for(report)))
+
