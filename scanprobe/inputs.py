@@ -106,6 +106,8 @@ def knowledge_for(cap, fgraph_inputs, module_inputs: dict, specs: list[InputSpec
                         f"--input {spec.text}: input {label} is {dtype}; {value:g} is not an integer",
                         hint=f"give a whole number, e.g. --input {label}={int(value)}",
                     )
+                _fits(np.asarray(value), dtype, f"--input {spec.text}", label,
+                      f"give a value in that range, or change the input's dtype in your code")
                 out[i] = (np.asarray(value, dtype=dtype), (), "--input")
             else:
                 if spec.dims is None or len(spec.dims) != ndim:
@@ -132,5 +134,25 @@ def _as_input(value, dtype: str, ndim, where: str, label: str):
                 f"{where} for input {label} is {arr.dtype}, which does not cast to the input's {dtype}",
                 hint=f"give input {label} a {dtype} value (e.g. np.asarray(value, dtype='{dtype}'))",
             )
+        _fits(arr, dtype, where, label, f"give input {label} values that fit {dtype}")
         arr = arr.astype(dtype)
     return arr
+
+
+def _fits(arr, dtype: str, where: str, label: str, hint: str) -> None:
+    """An error naming the input and its dtype when a value does not fit it (numpy 1 would wrap
+    it silently, numpy 2 raises OverflowError: a size of -727379967 rows, or an internal error)."""
+    target = np.dtype(dtype)
+    if arr.size == 0 or target.kind not in "iuf" or arr.dtype.kind not in "iuf":
+        return
+    lo, hi = (np.iinfo(target).min, np.iinfo(target).max) if target.kind in "iu" else (
+        -np.finfo(target).max, np.finfo(target).max)
+    finite = arr[np.isfinite(arr)] if arr.dtype.kind == "f" else arr
+    if finite.size and (finite.min() < lo or finite.max() > hi):
+        bad = finite.max() if finite.max() > hi else finite.min()
+        show = (lambda x: f"{int(x):,}") if target.kind in "iu" else (lambda x: f"{x:g}")
+        raise ScanprobeError(
+            f"{where}: {show(bad) if float(bad).is_integer() else f'{bad:g}'} does not fit input {label}, "
+            f"which is {dtype} ({show(lo)} to {show(hi)})",
+            hint=hint,
+        )

@@ -1,5 +1,7 @@
 """Every bad input: a one-line message naming the problem, a hint, exit code 2, no traceback."""
 
+import json
+
 import pytest
 
 from conftest import BACKEND, FIXTURES, ROOT, scanprobe
@@ -105,3 +107,16 @@ def test_json_error_envelope(backend):
     assert res.rc == 2
     body = res.json()
     assert body["error"]["exit_code"] == 2 and "no such file" in body["error"]["message"]
+
+
+def test_a_value_that_does_not_fit_its_input_is_an_error_not_a_wrapped_size(backend):
+    """Issue 29, items 4 and 12: n is an int32; 10**12 once wrapped to -727379967 steps (Theano:
+    negative bytes, check passed) or raised an internal OverflowError (PyTensor)."""
+    res = scanprobe("check", FIXTURES / "int_steps.py", "--input", "n=1000000000000", "--max-peak", "1GiB")
+    assert res.rc == 2 and "does not fit input n, which is int32" in res.out + res.err, res
+    assert "internal error" not in res.out + res.err and "-727379967" not in res.out
+    res = scanprobe("inspect", FIXTURES / "int_steps.py", "--input", "n=1000000000000", "--format", "json")
+    body = json.loads(res.out)
+    assert res.rc == 2 and "int32" in body["error"]["message"] and body["error"]["hint"], res
+    res = scanprobe("inspect", FIXTURES / "int_steps.py", "--input", "n=1000", "--format", "json")
+    assert res.rc in (0, 1) and json.loads(res.out)["targets"][0]["scans"][0]["n_steps"]["value"] == 1000, res
