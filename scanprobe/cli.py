@@ -87,7 +87,8 @@ def _finish(command, result, fmt, color, exit_code):
 
 
 def _size(option: str, text: str | None):
-    if not text:
+    """A size option's bytes (None when not given); a bad size is an error, never a budget off."""
+    if text is None:
         return None
     from scanprobe.analysis.sizes import parse_bytes
     from scanprobe.errors import ScanprobeError
@@ -95,7 +96,70 @@ def _size(option: str, text: str | None):
     try:
         return parse_bytes(text)
     except ValueError:
-        raise ScanprobeError(f"bad {option} {text!r}", hint="write e.g. 512MiB, 8GiB or 2GB") from None
+        raise ScanprobeError(f"bad {option} {text!r}: a size is a positive number of bytes",
+                             hint="write e.g. 512MiB, 8GiB or 2GB (leave the option out for no budget)") from None
+
+
+class _Seconds(click.ParamType):
+    """A positive, finite number of seconds (nan and inf would turn a timeout off)."""
+
+    name = "SECONDS"
+
+    def convert(self, value, param, ctx):
+        import math
+
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not math.isfinite(seconds) or seconds <= 0:
+            self.fail(f"{value!r}: a timeout is a positive, finite number of seconds", param, ctx)
+        return seconds
+
+
+def _codes(option: str, codes) -> list[str]:
+    """Rule codes (or prefixes) of --select/--ignore, each naming at least one rule."""
+    from scanprobe.errors import ScanprobeError
+    from scanprobe.rules import RULES
+
+    known = [r.code for r in RULES]
+    for c in codes:
+        if not any(k.startswith(c.upper()) for k in known) or not c.strip():
+            raise ScanprobeError(f"{option} {c!r}: no rule has that code", hint=f"rules: {', '.join(known)} (scanprobe rules)")
+    return list(codes)
+
+
+class _Main(click.Group):
+    """The command group: click's own usage errors (a bad choice, a missing argument) end like
+    every other error, one line and a hint on stderr (and the JSON error with --format json), exit 2."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        from scanprobe.errors import ScanprobeError
+        from scanprobe.report import render_error
+
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.UsageError as exc:
+            command = exc.ctx.command_path if exc.ctx is not None else "scanprobe"
+            err = ScanprobeError(exc.format_message(), hint=f"see `{command} --help`")
+            render_error(err, _format_in(argv), sys.stdout, sys.stderr, None)
+            sys.exit(err.exit_code)
+        except click.exceptions.Abort:
+            err = ScanprobeError("interrupted (Ctrl-C): nothing was reported", hint="run the command again to finish it")
+            render_error(err, _format_in(argv), sys.stdout, sys.stderr, None)
+            sys.exit(err.exit_code)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _format_in(argv) -> str:
+    """The --format asked for on the command line ("text" when none or unreadable)."""
+    for i, a in enumerate(argv):
+        if a == "--format" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--format="):
+            return a.split("=", 1)[1]
+    return "text"
 
 
 _backend = click.option("--backend", type=click.Choice(BACKENDS), help="Default: what FILE imports.")
@@ -106,7 +170,7 @@ _inputs = click.option(
 )
 _color = click.option("--color/--no-color", default=None, help="Default: colour on a terminal only.")
 _load_timeout = click.option(
-    "--timeout", "load_timeout", type=click.FloatRange(min=0, min_open=True), default=600, show_default=True,
+    "--timeout", "load_timeout", type=_Seconds(), default=600, show_default=True,
     help="Seconds for running the module, compiling and analysing (nothing of yours is run beyond the import).")
 
 
@@ -114,10 +178,10 @@ def _format(command):
     return click.option("--format", "fmt", type=click.Choice(formats(command)), default="text", show_default=True)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="scanprobe")
 def main():
-    """Find scan buffers that keep every step in Theano / PyTensor graphs, and say why.
+    """Find scan buffers that keep every step in Theano / PyTensor / Aesara graphs, and say why.
 
     Exit codes: 0 no findings, 1 findings, 2 error.
     """
@@ -171,7 +235,7 @@ def inspect_cmd(spec, backend, mode, inputs, fmt, include_library, color, exit_z
 @_mode
 @_inputs
 @click.option("--runs", type=click.IntRange(1), default=3, show_default=True, help="Timed calls after a warm-up.")
-@click.option("--timeout", type=float, default=600, show_default=True,
+@click.option("--timeout", type=_Seconds(), default=600, show_default=True,
               help="Seconds for the calls of one target's function (loading and compiling are not counted: "
                    "they stop after 600 s of their own).")
 @click.option("--memory-limit", metavar="SIZE", help="e.g. 8GiB: refuse to start above it (predicted), stop above it (measured).")
@@ -226,8 +290,8 @@ def check_cmd(files, max_buffer, max_peak, select, ignore, backend, mode, inputs
         settings = load(Path.cwd())
         settings.max_buffer = _size("--max-buffer", max_buffer) or settings.max_buffer
         settings.max_peak = _size("--max-peak", max_peak) or settings.max_peak
-        settings.select = list(select) or settings.select
-        settings.ignore = list(ignore) or settings.ignore
+        settings.select = _codes("--select", select) or settings.select
+        settings.ignore = _codes("--ignore", ignore) or settings.ignore
         settings.backend = backend or settings.backend
         settings.mode = mode or settings.mode
         if exit_zero is not None:
@@ -236,7 +300,7 @@ def check_cmd(files, max_buffer, max_peak, select, ignore, backend, mode, inputs
         settings.timeout = load_timeout
         return run_check(files, settings, inputs, progress)
 
-    result = _run(work)
+    result = _run(work, fmt)
     for e in result.errors:
         click.echo(f"error: {e.file}: {e.message}", err=True)
     _finish("check", result, fmt, None, result.summary.exit_code)
@@ -283,7 +347,7 @@ def _fix_help() -> str:
 @_mode
 @_inputs
 @click.option("--runs", type=click.IntRange(1), default=3, show_default=True)
-@click.option("--timeout", type=float, default=600, show_default=True,
+@click.option("--timeout", type=_Seconds(), default=600, show_default=True,
               help="Seconds for the calls of one target's function, original or fixed (loading and compiling "
                    "are not counted: they stop after 600 s of their own).")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,

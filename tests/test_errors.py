@@ -120,3 +120,37 @@ def test_a_value_that_does_not_fit_its_input_is_an_error_not_a_wrapped_size(back
     assert res.rc == 2 and "int32" in body["error"]["message"] and body["error"]["hint"], res
     res = scanprobe("inspect", FIXTURES / "int_steps.py", "--input", "n=1000", "--format", "json")
     assert res.rc in (0, 1) and json.loads(res.out)["targets"][0]["scans"][0]["n_steps"]["value"] == 1000, res
+
+
+OPTION_ERRORS = [
+    (["inspect", "x.py", "--backend", "tensorflow"], "'tensorflow' is not one of"),
+    (["inspect", "x.py", "--format", "xml"], "'xml' is not one of"),
+    (["profile", "x.py", "--timeout", "0"], "a timeout is a positive, finite number of seconds"),
+    (["profile", "x.py", "--timeout", "nan"], "a timeout is a positive, finite number of seconds"),
+    (["fix", "x.py", "--timeout", "-1"], "a timeout is a positive, finite number of seconds"),
+    (["inspect", "x.py", "--timeout", "inf"], "a timeout is a positive, finite number of seconds"),
+    (["profile", "x.py", "--runs", "0"], "0 is not in the range"),
+    (["check", "x.py", "--max-buffer", ""], "a size is a positive number of bytes"),
+    (["check", "x.py", "--max-buffer", "0"], "a size is a positive number of bytes"),
+    (["check", "x.py", "--max-buffer", "-5"], "a size is a positive number of bytes"),
+    (["check", "x.py", "--max-peak", "-1GiB"], "a size is a positive number of bytes"),
+    (["check", "x.py", "--max-buffer", "inf"], "a size is a positive number of bytes"),
+    (["profile", "x.py", "--memory-limit=-5"], "a size is a positive number of bytes"),
+    (["check", "x.py", "--select", "NOPE"], "no rule has that code"),
+    (["inspect"], "Missing argument"),
+]
+
+
+@pytest.mark.parametrize("args, said", OPTION_ERRORS, ids=[" ".join(a) for a, _ in OPTION_ERRORS])
+def test_option_errors_are_in_contract(args, said, tmp_path):
+    """Issue 29, item 14: every bad option value is one line, a hint and exit 2 (click's usage
+    text before; empty, zero, negative and infinite budgets and timeouts were accepted, some
+    silently turning the limit off); --format json gives the JSON error."""
+    (tmp_path / "x.py").write_text("x = 1\n")
+    res = scanprobe(*args, cwd=tmp_path)
+    assert res.rc == 2 and said in res.err and "\nhint: " in res.err and "Usage:" not in res.err, res
+    assert res.err.startswith("error: ") and len(res.err.strip().splitlines()) == 2, res.err
+    if "--format" not in args and args[1:]:
+        res = scanprobe(*args, "--format", "json", cwd=tmp_path)
+        body = json.loads(res.out)
+        assert res.rc == 2 and said in body["error"]["message"] and body["error"]["hint"], res
