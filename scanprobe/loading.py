@@ -388,21 +388,27 @@ class CaptureSession:
             )
         if path.is_dir():
             raise ScanprobeError(f"{path} is a directory", hint="give one Python file (FILE[:TARGET])")
-        source = path.read_text(encoding="utf-8", errors="replace")
-        try:
-            code = compile(source, str(path), "exec")
-        except SyntaxError as exc:
-            site = Site(str(path), exc.lineno or 0, (exc.text or "").strip())
+        try:  # bytes: Python decodes them as an import would (PEP 263), and refuses what it refuses
+            code = compile(path.read_bytes(), str(path), "exec")
+        except (SyntaxError, ValueError) as exc:  # ValueError: NUL bytes, before Python 3.12
+            line = getattr(exc, "lineno", None)
+            msg = getattr(exc, "msg", None) or str(exc)
+            site = Site(str(path), line or 0, (getattr(exc, "text", None) or "").strip())
             raise ScanprobeError(
-                f"{path.name}:{exc.lineno}: syntax error: {exc.msg}",
-                hint="fix the syntax error; scanprobe runs your module as Python",
-                frames=[site],
+                f"{path.name}{f':{line}' if line else ''}: syntax error: {msg}",
+                hint="fix the syntax error (or the file's encoding: Python reads UTF-8 unless a coding line says "
+                     "otherwise); scanprobe runs your module as Python",
+                frames=[site] if line else [],
             ) from None
         modname = path.stem if path.stem.isidentifier() and path.stem not in sys.modules else "__scanprobe_user__"
         module = types.ModuleType(modname)
         module.__file__ = str(path)
         self.module = module
         before = set(sys.modules)
+        # what the module may change of the process, put back afterwards: its search path (a
+        # module that clears sys.path left scanprobe unable to import its own reporters) and its
+        # working directory (later relative paths are the user's, resolved where they started)
+        saved_path, saved_cwd = list(sys.path), os.getcwd()
         sys.modules[modname] = module
         sys.path.insert(0, str(path.parent))
         self.backend.install_hooks(self)
@@ -419,9 +425,10 @@ class CaptureSession:
         finally:
             os._exit = real_exit
             self.backend.remove_hooks()
+            sys.path[:] = saved_path
             try:
-                sys.path.remove(str(path.parent))
-            except ValueError:
+                os.chdir(saved_cwd)
+            except OSError:
                 pass
             # the user's module and the modules it imported from its own folder are not kept:
             # a second analysis in this process (tests, the pytest plugin) runs them afresh

@@ -154,3 +154,28 @@ def test_option_errors_are_in_contract(args, said, tmp_path):
         res = scanprobe(*args, "--format", "json", cwd=tmp_path)
         body = json.loads(res.out)
         assert res.rc == 2 and said in body["error"]["message"] and body["error"]["hint"], res
+
+
+@pytest.mark.parametrize("content, said", [(b'x = "\xff\xfe"\n', "can't decode byte 0xff"),
+                                           (b"x = 1\x00\n", "null bytes")], ids=["not-utf8", "nul-byte"])
+def test_a_file_python_refuses_is_a_syntax_error_for_every_command(content, said, tmp_path):
+    """Issue 29, item 14: a non-UTF-8 file was read with replacement characters ("compiled no
+    function": check exit 0); NUL bytes gave "binary.py:None". Python's own decoding decides."""
+    (tmp_path / "model.py").write_bytes(content)
+    for command in ("inspect", "check"):
+        res = scanprobe(command, "model.py", cwd=tmp_path)
+        assert res.rc == 2 and "syntax error" in res.out + res.err and said in res.out + res.err, (command, res)
+        assert ":None" not in res.out + res.err
+
+
+def test_a_module_that_clears_sys_path_or_changes_directory_decides_nothing(tmp_path):
+    """Issue 29, item 13: a module that cleared sys.path made scanprobe fail to import its own
+    reporter (exit 1, "No module named 'rich'"); one that changed directory moved later relative
+    paths. Both are put back after the module ran."""
+    src = (FIXTURES / "static_scan.py").read_text()
+    (tmp_path / "_backend.py").write_text((FIXTURES / "_backend.py").read_text())
+    (tmp_path / "model.py").write_text(src + "\nimport os, sys\nsys.path.clear()\nos.chdir('/')\n")
+    (tmp_path / "other.py").write_text(src)
+    res = scanprobe("check", "model.py", "other.py", "--format", "json", cwd=tmp_path, isolated=True)
+    body = json.loads(res.out)
+    assert res.rc in (0, 1) and not body["errors"] and len(body["reports"]) == 2, res
