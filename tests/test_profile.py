@@ -61,10 +61,11 @@ def test_memory_limit_refuses_what_would_not_fit(backend):
     ],
 )
 def test_runs_that_go_wrong_are_reported(backend, behaviour, kind, text):
-    # --timeout counts only the calls of the target (not loading and compiling): 2 s of a hang;
-    # the others end at once (their calls never come near 8 s, at any load)
+    # --timeout counts only the calls of the target (not loading and compiling): 2 s of a hang.
+    # The others must end for their own reason, whatever the load: no tight timeout for them (a
+    # hog on a machine with 14 busy processes took more than 8 s to reach 600 MiB: issue 29)
     res = profile(
-        FIXTURES / "run_behaviours.py", "--timeout", "2" if behaviour == "hang" else "8", "--memory-limit", "600MiB",
+        FIXTURES / "run_behaviours.py", "--timeout", "2" if behaviour == "hang" else "600", "--memory-limit", "600MiB",
         "--no-node-profile",
         env={"BEHAVIOUR": behaviour}, timeout=300,
     )
