@@ -416,7 +416,7 @@ class CaptureSession:
         os._exit = _exit_raises  # the user's os._exit ends the module, not scanprobe
         try:
             # what the module prints goes to stderr: stdout carries scanprobe's report (JSON, SARIF)
-            with contextlib.redirect_stdout(sys.stderr):
+            with user_output_to_stderr():
                 exec(code, module.__dict__)
         except (KeyboardInterrupt, Timeout, ScanprobeError):
             raise
@@ -494,6 +494,43 @@ class UserExit(BaseException):
     def __init__(self, code):
         super().__init__(code)
         self.code = code
+
+
+@contextlib.contextmanager
+def user_output_to_stderr():
+    """While user code runs, everything it writes to standard output goes to standard error:
+    ``print`` (sys.stdout), ``sys.__stdout__.write`` and ``os.write(1, ...)`` and C code alike (file
+    descriptor 1 is pointed at 2), so scanprobe's own stdout (JSON, SARIF) stays one document. A
+    copy of the process the user's code forked ends here, before it could print a second one."""
+    pid = os.getpid()
+    for stream in (sys.stdout, sys.__stdout__):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no file descriptor 1 (or 2): only the Python-level redirection
+        saved = None
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if os.getpid() != pid:  # a fork of the user's: it must not go on as a second scanprobe
+            _REAL_EXIT(0)
+        try:
+            if sys.__stdout__ is not None:
+                sys.__stdout__.flush()  # the user's buffered writes, still to stderr
+        except (OSError, ValueError):
+            pass
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+#: os._exit as it was when scanprobe started (the user's module runs with it patched)
+_REAL_EXIT = os._exit
 
 
 def _exit_raises(code=0):

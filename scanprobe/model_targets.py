@@ -9,12 +9,11 @@ sized at the model's initial point.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 
 from scanprobe.bindings import binding_site
 from scanprobe.errors import ScanprobeError, Timeout
-from scanprobe.loading import _user_error
+from scanprobe.loading import _user_error, user_output_to_stderr
 
 
 def add_model_targets(session, wanted: str | None = None) -> list[str]:
@@ -40,7 +39,7 @@ def add_model_targets(session, wanted: str | None = None) -> list[str]:
     for name, model in found:
         site = binding_site(session.path, name)
         try:
-            with contextlib.redirect_stdout(sys.stderr):
+            with user_output_to_stderr():
                 functions, point = session.backend.model_functions(model)  # the initial point, no hook
                 for cap in theirs:
                     labels = {getattr(v, "name", None) for v in cap.explicit_inputs()} - {None}

@@ -179,3 +179,21 @@ def test_a_module_that_clears_sys_path_or_changes_directory_decides_nothing(tmp_
     res = scanprobe("check", "model.py", "other.py", "--format", "json", cwd=tmp_path, isolated=True)
     body = json.loads(res.out)
     assert res.rc in (0, 1) and not body["errors"] and len(body["reports"]) == 2, res
+
+
+def test_what_the_module_writes_or_forks_never_reaches_scanprobes_output(tmp_path):
+    """Issue 29, items 5 and 6: os.write(1, ...) and sys.__stdout__ at import corrupted the JSON
+    and SARIF on stdout; a fork at import went on as a second scanprobe printing a second
+    document. Now file descriptor 1 points at stderr while user code runs, and a forked copy ends
+    when the module does."""
+    src = (FIXTURES / "static_scan.py").read_text()
+    (tmp_path / "_backend.py").write_text((FIXTURES / "_backend.py").read_text())
+    (tmp_path / "model.py").write_text(
+        src + "\nimport os, sys\nos.write(1, b'RAW FD1\\n')\nsys.__stdout__.write('DUNDER\\n')\nprint('PRINTED')\n"
+        "if os.fork() == 0:\n    print('IN THE COPY')\n")
+    for args in (("inspect", "model.py", "--format", "json"), ("check", "model.py", "--format", "sarif")):
+        res = scanprobe(*args, cwd=tmp_path, isolated=True)
+        assert res.rc in (0, 1), res
+        json.loads(res.out)  # one document, nothing else
+        assert "RAW FD1" in res.err and "DUNDER" in res.err and "PRINTED" in res.err, res.err
+        assert "IN THE COPY" not in res.out and res.out.count('"scanprobe"') <= 1 and res.out.count('"$schema"') <= 1
