@@ -51,19 +51,34 @@ def _internal(exc):
     )
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C: what runs in a child is killed, the command ends with exit 2."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()
+
+
 def _run(work, fmt="text", color=None):
     """Run a command function: a ScanprobeError or a bug of ours ends with one line and exit 2."""
+    import signal
+
     from scanprobe.errors import ScanprobeError
     from scanprobe.report import render_error
 
+    try:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread: SIGTERM keeps its handler
+        previous = None
     try:
         with _Progress(sys.stderr.isatty()) as progress:
             return work(progress)
     except ScanprobeError as err:
         render_error(err, fmt, sys.stdout, sys.stderr, color)
         sys.exit(err.exit_code)
-    except KeyboardInterrupt:  # Ctrl-C: an error (2), not "findings" (1)
-        err = ScanprobeError("interrupted (Ctrl-C): nothing was reported", hint="run the command again to finish it")
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: an error (2), not "findings" (1)
+        what = "terminated (SIGTERM)" if isinstance(exc, _Terminated) else "interrupted (Ctrl-C)"
+        err = ScanprobeError(f"{what}: nothing was reported", hint="run the command again to finish it")
         render_error(err, fmt, sys.stdout, sys.stderr, color)
         sys.exit(err.exit_code)
     except Exception as exc:  # a bug of scanprobe's: one line, exit 2, traceback on request
@@ -72,6 +87,9 @@ def _run(work, fmt="text", color=None):
         err = _internal(exc)
         render_error(err, fmt, sys.stdout, sys.stderr, color)
         sys.exit(err.exit_code)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _finish(command, result, fmt, color, exit_code):

@@ -4,6 +4,8 @@ helpers hidden, nothing linked that is not analysed."""
 import json
 import shutil
 
+import pytest
+
 from conftest import FIXTURES, SAMPLES, scanprobe
 
 PROJECT = FIXTURES / "project"
@@ -229,3 +231,50 @@ def test_unnamed_shared_named_by_where_it_was_made(backend):
     text = json.dumps(res.json())
     assert "shared(unnamed_shared.py:5)" in text
     assert "<float64, 1D>" not in text
+
+
+def _children(pid):
+    """Process ids whose parent is ``pid`` (from /proc)."""
+    import os
+
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_stopped_profile_leaves_no_child_running(backend, sig):
+    """Issue 29, item 8: Ctrl-C or SIGTERM during profile left the runner child (and Theano's
+    g++) running. The child's process group is killed and reaped; exit 2, one line."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT, child_env
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scanprobe", "profile", str(FIXTURES / "run_behaviours.py"), "--timeout", "600",
+         "--no-node-profile"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(BEHAVIOUR="hang"), cwd=ROOT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline, kids = time.time() + 300, []
+    while time.time() < deadline and not kids and proc.poll() is None:  # the runner child started
+        time.sleep(0.2)
+        kids = _children(proc.pid)
+    assert kids, "no runner child seen"
+    time.sleep(1)
+    proc.send_signal(getattr(signal, sig))
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2 and ("terminated (SIGTERM)" if sig == "SIGTERM" else "interrupted") in err, (out, err)
+    time.sleep(0.5)
+    assert not [k for k in kids if os.path.exists(f"/proc/{k}")], "the runner child is still there"

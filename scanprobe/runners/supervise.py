@@ -39,39 +39,61 @@ def run_child(spec: ChildSpec, timeout: float, memory_limit: int | None, on_step
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-            killed_for, peak, step = None, 0, None
             t0 = time.monotonic()
-            while proc.poll() is None:
-                rss = rss_bytes(proc.pid) or 0
-                peak = max(peak, rss)
-                current = ChildResult.read(spec.result)
-                # --memory-limit bounds what the run adds, counted from the child's level just
-                # before it calls the target (the interpreter, backend and compile are not the run)
-                baseline = current.rss_baseline
-                running_since = current.running_since
-                if memory_limit and baseline is not None and rss - baseline > memory_limit:
-                    killed_for = KilledFor.MEMORY
-                elif running_since is not None and time.time() - running_since > timeout:
-                    killed_for = KilledFor.TIMEOUT
-                elif running_since is None and time.monotonic() - t0 - current.ran_s > load_timeout:
-                    killed_for = KilledFor.LOAD_TIMEOUT
-                if killed_for:
-                    try:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                    proc.wait()
-                    break
-                if on_step is not None and current.step and current.step != step:
-                    step = current.step
-                    on_step(step)
-                time.sleep(0.02)
+            killed_for, peak = None, 0
+            try:
+                killed_for, peak = _supervise(proc, spec, timeout, memory_limit, load_timeout, on_step, t0)
+            finally:  # an exception here (Ctrl-C, SIGTERM) too: the child and everything it started
+                _kill_group(proc)  # in its process group end with scanprobe, and are reaped
         data = ChildResult.read(spec.result)
         if killed_for is None and data.overran_s is not None:
             killed_for = KilledFor.TIMEOUT
         with open(log_path, errors="replace") as fh:
             log_text = fh.read()
     code = proc.returncode
+    return _finished(data, code, killed_for, peak, load_timeout, t0, log_text)
+
+
+def _kill_group(proc) -> None:
+    """Kill the child's process group (what it forked stays in it) and reap the child."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:  # pragma: no cover - a kill that did not take
+        pass
+
+
+def _supervise(proc, spec, timeout, memory_limit, load_timeout, on_step, t0):
+    """Poll the child until it ends or passes a limit: (what it was killed for or None, peak RSS)."""
+    killed_for, peak, step = None, 0, None
+    while proc.poll() is None:
+        rss = rss_bytes(proc.pid) or 0
+        peak = max(peak, rss)
+        current = ChildResult.read(spec.result)
+        # --memory-limit bounds what the run adds, counted from the child's level just
+        # before it calls the target (the interpreter, backend and compile are not the run)
+        baseline = current.rss_baseline
+        running_since = current.running_since
+        if memory_limit and baseline is not None and rss - baseline > memory_limit:
+            killed_for = KilledFor.MEMORY
+        elif running_since is not None and time.time() - running_since > timeout:
+            killed_for = KilledFor.TIMEOUT
+        elif running_since is None and time.monotonic() - t0 - current.ran_s > load_timeout:
+            killed_for = KilledFor.LOAD_TIMEOUT
+        if killed_for:
+            _kill_group(proc)
+            break
+        if on_step is not None and current.step and current.step != step:
+            step = current.step
+            on_step(step)
+        time.sleep(0.02)
+    return killed_for, peak
+
+
+def _finished(data, code, killed_for, peak, load_timeout, t0, log_text) -> ChildResult:
     data.exit = Exit(
         code=code,
         signal=-code if code is not None and code < 0 and killed_for is None else None,
