@@ -156,6 +156,7 @@ class _Main(click.Group):
         from scanprobe.report import render_error
 
         argv = list(sys.argv[1:] if args is None else args)
+        restore = _guard_exits(permanent=args is None)
         try:
             rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.UsageError as exc:
@@ -167,7 +168,33 @@ class _Main(click.Group):
             err = ScanprobeError("interrupted (Ctrl-C): nothing was reported", hint="run the command again to finish it")
             render_error(err, _format_in(argv), sys.stdout, sys.stderr, None)
             sys.exit(err.exit_code)
+        finally:
+            restore()
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+class _ExitRefused(BaseException):
+    """os._exit called from user code outside its import (a thread, an atexit handler)."""
+
+
+def _refuse_exit(code=0):
+    raise _ExitRefused(code)
+
+
+def _guard_exits(permanent: bool):
+    """Only scanprobe decides its exit code: ``os._exit`` (and ``posix._exit``) from user code (a
+    thread it started, an atexit handler it registered) raises in that thread instead of ending
+    the process. In a scanprobe process this holds to the end (atexit handlers run at shutdown);
+    in a caller's process (tests) it is undone after the command. Returns the undo."""
+    import posix
+
+    saved = (os._exit, posix._exit)
+    os._exit = posix._exit = _refuse_exit
+
+    def restore():
+        if not permanent:
+            os._exit, posix._exit = saved
+    return restore
 
 
 def _format_in(argv) -> str:

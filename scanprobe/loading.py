@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import os
+import posix
 import sys
 import sysconfig
 import traceback
@@ -412,8 +413,8 @@ class CaptureSession:
         sys.modules[modname] = module
         sys.path.insert(0, str(path.parent))
         self.backend.install_hooks(self)
-        real_exit = os._exit
-        os._exit = _exit_raises  # the user's os._exit ends the module, not scanprobe
+        real_exit, real_posix_exit = os._exit, posix._exit
+        os._exit = posix._exit = _exit_raises  # the user's os._exit ends the module, not scanprobe
         try:
             # what the module prints goes to stderr: stdout carries scanprobe's report (JSON, SARIF)
             with user_output_to_stderr():
@@ -423,7 +424,7 @@ class CaptureSession:
         except BaseException as exc:  # noqa: BLE001 - any failure of user code is reported
             raise _user_error(self, exc, f"running {path.name} raised") from None
         finally:
-            os._exit = real_exit
+            os._exit, posix._exit = real_exit, real_posix_exit
             self.backend.remove_hooks()
             sys.path[:] = saved_path
             try:

@@ -197,3 +197,17 @@ def test_what_the_module_writes_or_forks_never_reaches_scanprobes_output(tmp_pat
         json.loads(res.out)  # one document, nothing else
         assert "RAW FD1" in res.err and "DUNDER" in res.err and "PRINTED" in res.err, res.err
         assert "IN THE COPY" not in res.out and res.out.count('"scanprobe"') <= 1 and res.out.count('"$schema"') <= 1
+
+
+@pytest.mark.parametrize("mode, code", [("posix", 2), ("atexit", 1), ("thread", 1)])
+def test_user_code_cannot_end_scanprobe_with_its_exit_code(mode, code):
+    """Issue 29, items 1-3: posix._exit(0) at import made `check --format sarif` exit 0 with no
+    output; an atexit handler or a thread calling os._exit(0) turned a finding's exit 1 into 0.
+    posix._exit at import is the module's error (exit 2, check fails closed); from a handler or a
+    thread it raises there, and scanprobe's own exit code and output stand."""
+    res = scanprobe("check", FIXTURES / "exits_at_import.py", "--format", "sarif", env={"EXIT_MODE": mode},
+                    isolated=True)
+    assert res.rc == code, res
+    sarif = json.loads(res.out)
+    if code == 1:
+        assert sarif["runs"][0]["results"], sarif
