@@ -158,3 +158,14 @@ def test_calls_that_end_past_the_timeout_between_two_polls_are_a_timeout(tmp_pat
     with within.timed():
         pass
     assert ChildResult.read(str(tmp_path / "ok.json")).overran_s is None
+
+
+def test_an_import_that_allocates_too_much_is_stopped_under_the_memory_limit(backend):
+    """Issue 29, item 15: an import allocating 6 GiB in pieces ran to its end under
+    --memory-limit 1GiB (the limit counted only the calls). Loading has its limit too:
+    --memory-limit plus runners.supervise.LOAD_ALLOWANCE for the backend and its compiler."""
+    res = profile(FIXTURES / "hog_at_import.py", "--memory-limit", "64MiB", "--no-node-profile", timeout=300)
+    assert res.rc == 2, res
+    err = res.json()["error"]
+    assert err["kind"] == "memory" and "loading, compiling and analysing grew by more than" in err["message"], err
+    assert err["hint"]

@@ -117,6 +117,16 @@ def run_error(data, timeout, memory_limit, targets=(), file="FILE"):
             f"(RSS grew by {human_bytes(ex.peak_rss - (ex.rss_baseline or 0))})",
             "raise --memory-limit, or shrink what `scanprobe inspect` reports", "memory",
         )
+    if ex.killed_for == KilledFor.LOAD_MEMORY:
+        from scanprobe.runners.supervise import LOAD_ALLOWANCE
+
+        return RunError(
+            f"stopped while {step}: loading, compiling and analysing grew by more than --memory-limit "
+            f"{human_bytes(memory_limit)} + {human_bytes(LOAD_ALLOWANCE)} allowed for the backend and compiling "
+            f"(peak RSS {human_bytes(ex.peak_rss)})",
+            "something at import allocates that much (data loading?): guard it with if __name__ == '__main__', "
+            "or raise --memory-limit", "memory",
+        )
     if ex.killed_for == KilledFor.TIMEOUT:
         overran = data.overran_s
         said = f"its calls took {overran:.3g} s, more than" if overran is not None else "still running after"

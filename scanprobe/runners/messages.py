@@ -25,6 +25,7 @@ class KilledFor(StrEnum):
     """Why the supervisor stopped the child."""
 
     MEMORY = "memory"
+    LOAD_MEMORY = "load_memory"
     TIMEOUT = "timeout"
     LOAD_TIMEOUT = "load_timeout"
 

@@ -66,12 +66,18 @@ def _kill_group(proc) -> None:
         pass
 
 
+#: What loading may add to the child's RSS beyond --memory-limit (the backend's import, its
+#: compiler, the user's graph built and optimized): an import that allocates more is stopped.
+LOAD_ALLOWANCE = 2 * 2**30
+
+
 def _supervise(proc, spec, timeout, memory_limit, load_timeout, on_step, t0):
     """Poll the child until it ends or passes a limit: (what it was killed for or None, peak RSS)."""
-    killed_for, peak, step = None, 0, None
+    killed_for, peak, step, start_rss = None, 0, None, None
     while proc.poll() is None:
         rss = rss_bytes(proc.pid) or 0
         peak = max(peak, rss)
+        start_rss = rss if start_rss is None and rss else start_rss
         current = ChildResult.read(spec.result)
         # --memory-limit bounds what the run adds, counted from the child's level just
         # before it calls the target (the interpreter, backend and compile are not the run)
@@ -79,6 +85,8 @@ def _supervise(proc, spec, timeout, memory_limit, load_timeout, on_step, t0):
         running_since = current.running_since
         if memory_limit and baseline is not None and rss - baseline > memory_limit:
             killed_for = KilledFor.MEMORY
+        elif memory_limit and baseline is None and start_rss and rss - start_rss > memory_limit + LOAD_ALLOWANCE:
+            killed_for = KilledFor.LOAD_MEMORY  # loading: the module's import, compiling, analysing
         elif running_since is not None and time.time() - running_since > timeout:
             killed_for = KilledFor.TIMEOUT
         elif running_since is None and time.monotonic() - t0 - current.ran_s > load_timeout:
