@@ -10,6 +10,7 @@ Summaries are computed here, once, and every reporter reads them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,13 +25,20 @@ def from_plain(cls, data):
     """A dataclass (nested ones too) from its plain form, as written by ``to_plain``."""
     if data is None or not dataclasses.is_dataclass(cls):
         return data
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     kwargs = {}
     for f in dataclasses.fields(cls):
         if f.name not in data:
             continue
         kwargs[f.name] = _coerce(hints.get(f.name), data[f.name])
     return cls(**kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def _hints(cls) -> dict:
+    """A dataclass's resolved field types (resolving them is most of ``from_plain``'s cost, and
+    the supervisor reads the child's result every 20 ms)."""
+    return typing.get_type_hints(cls)
 
 
 def _coerce(hint, value):

@@ -141,10 +141,6 @@ def is_cast_like(op) -> bool:
     return scalar(op) in (Scalar.CAST, Scalar.IDENTITY)
 
 
-def is_elemwise(op) -> bool:
-    return "Elemwise" in _mro(op)
-
-
 # ------------------------------------------------------------------------------- views and reads
 
 
