@@ -27,6 +27,7 @@ class Verdict(StrEnum):
     UNUSED = "unused"  # nothing reads the output
     NEEDED = "needed"  # the history is read
     INHERENT = "inherent"  # a mit_mot: never shrunk by any backend
+    ZERO_FED = "zero-fed"  # a mit_mot the loss feeds zeros but at its first row: a running value would do
 
     @property
     def removable(self) -> bool:
@@ -107,8 +108,9 @@ class Buffer:
     belongs_to: str = ""
     variable: str = ""
     reads: list[Read] = field(default_factory=list)
-    #: mit_mot: the outer cotangent it starts from is a zero Alloc: "all" (zero at every step),
-    #: "partly" (zero but at the rows a set_subtensor wrote: a loss reading `h[-1]`), else ""
+    #: mit_mot: which rows of the outer cotangent it starts from can be nonzero
+    #: (walk/cotangent.py): "all" (zero at every row), "first" (zero but row 0, the backward pass's
+    #: first step: a loss reading `h[-1]`), "partly" (zero but other known rows), else ""
     zero_fed: str = ""
 
     @property

@@ -77,7 +77,7 @@ def test_truncated_gradient_buffers(backend):
     acc = [b for b in buffers(rep) if "gradient accumulator of non_sequence `W`" in b["belongs_to"]]
     assert acc and acc[0]["shape"] == [11, 6, 6] and acc[0]["verdict"] == "removable"
     mit_mot = [b for b in buffers(rep) if b["role"] == "mit_mot"]
-    assert mit_mot and mit_mot[0]["shape"] == [101, 6] and mit_mot[0]["verdict"] == "inherent"
+    assert mit_mot and mit_mot[0]["shape"] == [101, 6] and mit_mot[0]["verdict"] == "zero-fed"  # h[-1] only: SP007
     forward = [b for b in buffers(rep) if b["belongs_to"] == "recurrent state `h`"]
     assert forward[0]["verdict"] == "needed"
     assert any("backward pass" in w for w in forward[0]["why"]) or BACKEND == "pytensor"

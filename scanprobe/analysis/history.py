@@ -85,6 +85,12 @@ def _classify(target: Target, scan: Scan, buf: Buffer) -> BufferVerdict:
     v = BufferVerdict(scan=scan, buffer=buf, status=_status(scan, buf))
     if v.status is not Status.FULL:
         return v
+    if buf.role == "mit_mot" and scan.is_gradient and buf.zero_fed in ("all", "first"):
+        v.verdict = Verdict.ZERO_FED
+        fed = "at every step" if buf.zero_fed == "all" else "at every step but the first (the loss reads the state's last value)"
+        v.why.append(f"the loss feeds this backward tape zeros {fed}: the backward pass reads only its running value")
+        v.why.append("no backend's rewrites shrink a mit_mot buffer (pymc-devs/pytensor#1687)")
+        return v
     if buf.role == "mit_mot":
         v.verdict = Verdict.INHERENT
         v.why.append(

@@ -223,6 +223,18 @@ class Backend(ABC):
         """The index entries of a Subtensor node (ints, variables, slices of them)."""
 
     @abstractmethod
+    def scan_args_copy(self, node):
+        """A Scan node's roles over a fresh copy of its inner graph (lists free to edit)."""
+
+    @abstractmethod
+    def scan_from_args(self, node, args) -> list:
+        """The outputs of a new Scan node built from edited roles, with ``node``'s settings."""
+
+    @abstractmethod
+    def inc_subtensor_indices(self, node) -> list:
+        """The index entries of an IncSubtensor node (set_subtensor/inc_subtensor)."""
+
+    @abstractmethod
     def infer_shape(self, node, shapes) -> list:
         """The op's own shape inference (signatures differ between backends)."""
 

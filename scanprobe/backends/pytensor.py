@@ -143,6 +143,25 @@ class PyTensorBackend(FamilyBackend):
             return args
         return self._ScanArgs.from_node(node)
 
+    def scan_args_copy(self, node):
+        """The roles of a Scan over a fresh copy of its inner graph, free to edit and rebuild
+        (``scan_from_args``)."""
+        args = self._ScanArgs.from_node(node, clone=True)
+        self._carry_tags(node.op, args)
+        return args
+
+    def scan_from_args(self, node, args) -> list:
+        """The outputs of a new Scan node built from edited roles, with ``node``'s settings."""
+        import inspect
+
+        op = node.op
+        settings = {k: getattr(op, k) for k in ("mode", "truncate_gradient", "name", "profile", "allow_gc", "strict")
+                    if hasattr(op, k)}
+        if "as_while" in inspect.signature(type(op).__init__).parameters:  # Aesara
+            settings["as_while"] = args.as_while
+        new_op = type(op)(list(args.inner_inputs), list(args.inner_outputs), args.info, **settings)
+        return list(new_op(*args.outer_inputs, return_list=True))
+
     @staticmethod
     def _frozen(op) -> bool:
         return hasattr(getattr(op, "fgraph", None), "unfreeze")
@@ -166,3 +185,6 @@ class PyTensorBackend(FamilyBackend):
 
     def subtensor_indices(self, node):
         return list(self._indices_from_subtensor(node.inputs[1:], node.op.idx_list))
+
+    def inc_subtensor_indices(self, node):
+        return list(self._indices_from_subtensor(node.inputs[2:], node.op.idx_list))

@@ -182,5 +182,21 @@ class TheanoBackend(FamilyBackend):
                 home.reconstruct_graph = copy
         return args
 
+    def scan_args_copy(self, node):
+        """The roles of a Scan over a fresh copy of its inner graph (``scan_args`` copies it),
+        free to edit and rebuild (``scan_from_args``)."""
+        op = node.op
+        return self._scan_args(node.inputs, node.outputs, op.inputs, op.outputs, op.info)
+
+    def scan_from_args(self, node, args) -> list:
+        """The outputs of a new Scan node built from edited roles, with ``node``'s settings."""
+        info = dict(args.info)
+        info["destroy_map"] = {}
+        new_op = type(node.op)(list(args.inner_inputs), list(args.inner_outputs), info)
+        return list(new_op(*args.outer_inputs, return_list=True))
+
     def subtensor_indices(self, node):
         return list(self._get_idx_list(node.inputs, node.op.idx_list))
+
+    def inc_subtensor_indices(self, node):
+        return list(self._get_idx_list([node.inputs[0]] + list(node.inputs[2:]), node.op.idx_list))

@@ -35,6 +35,8 @@ from scanprobe.rules import rule
 from scanprobe.rules.sp006_reduction_over_history import ReductionOverHistory
 
 RULE = rule(ReductionOverHistory).code
+#: the history is then read only at its last rows: the fixed mode needs save-mem
+NEEDS_SAVE_MEM = True
 
 #: the folds a running value in the step can carry (by the reduction's scalar op)
 _FOLDS = {ops.Scalar.ADD: "sum", ops.Scalar.MUL: "prod", ops.Scalar.MAX: "max", ops.Scalar.MIN: "min"}

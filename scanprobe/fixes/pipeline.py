@@ -18,7 +18,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from scanprobe.analysis.history import classify
-from scanprobe.fixes import accumulate, savemem
+from scanprobe.fixes import savemem
 from scanprobe.fixes.graph_edit import Rewrite, Wanted, apply
 from scanprobe.fixes.registry import fixers
 from scanprobe.fixes.verify import SharedState, compare, outputs
@@ -89,8 +89,10 @@ class Plan:
 
     @property
     def needs_save_mem(self) -> bool:
-        """SP001's fix, or a rewrite that leaves history read only at its last rows (SP006's)."""
-        return self.save_mem or any(r.rule == accumulate.RULE for r in self.applied)
+        """SP001's fix, or a rewrite that leaves history read only at its last rows (a fixer
+        module with ``NEEDS_SAVE_MEM``: SP006's, SP007's)."""
+        needs = {f.code for f in fixers() if getattr(f.module, "NEEDS_SAVE_MEM", False)}
+        return self.save_mem or any(r.rule in needs for r in self.applied)
 
     @property
     def rules(self) -> list[str]:

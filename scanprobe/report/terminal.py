@@ -129,6 +129,8 @@ def _history_cell(v) -> str:
         return "[green]reduced[/]"
     if v.verdict.removable:
         return f"[bold red]full: {v.verdict}[/]"
+    if v.verdict is Verdict.ZERO_FED:
+        return "[bold red]full: zero-fed tape[/]"
     if v.verdict is Verdict.INHERENT:
         return "[yellow]full: mit_mot[/]"
     return "[yellow]full: needed[/]"

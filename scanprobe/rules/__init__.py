@@ -10,12 +10,13 @@ from scanprobe.rules.sp003_per_step_batch_work import PerStepBatchWork
 from scanprobe.rules.sp004_compiled_function_in_scan import CompiledFunctionInScan
 from scanprobe.rules.sp005_opaque_op_in_scan import OpaqueOpInScan
 from scanprobe.rules.sp006_reduction_over_history import ReductionOverHistory
+from scanprobe.rules.sp007_backward_tape import BackwardTape
 from scanprobe.rules.sp010_buffer_over_budget import BufferOverBudget
 from scanprobe.rules.sp011_peak_over_budget import PeakOverBudget
 
 RULES: list[Rule] = [
     FullHistoryBuffer(), IndependentIterations(), PerStepBatchWork(), CompiledFunctionInScan(), OpaqueOpInScan(),
-    ReductionOverHistory(),
+    ReductionOverHistory(), BackwardTape(),
     BufferOverBudget(), PeakOverBudget(),
 ]
 

@@ -64,7 +64,7 @@ class FullHistoryBuffer(Rule):
     def check(self, target, verdicts, settings=None):
         findings = []
         for v in verdicts:
-            if v.status is Status.FULL and v.verdict is Verdict.INHERENT and v.buffer.zero_fed:
+            if v.status is Status.FULL and v.verdict is Verdict.INHERENT and v.buffer.zero_fed == "partly":
                 note = self._zero_fed(target, v)
                 if note is not None:
                     findings.append(note)
@@ -107,8 +107,7 @@ class FullHistoryBuffer(Rule):
         if buf.bytes is None:
             return None
         rows = buf.dims[0].value
-        start = ("zeros at every step (nothing outside the scan reads this state)" if buf.zero_fed == "all"
-                 else "zeros but at the rows the loss reads (e.g. a loss on h[-1])")
+        start = "zeros but at the rows the loss reads"
         n = max(scan.n_steps.value or 0, (rows or 1) - 1)  # the forward length, under truncate_gradient too
         fix = ["no backend's rewrites shrink a mit_mot buffer (Theano, PyTensor, Aesara)"]
         if n and n >= 16 and rows:

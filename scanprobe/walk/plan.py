@@ -17,8 +17,9 @@ from scanprobe.walk.reads import reader_index_vars, reads
 from scanprobe.walk.steps import StepFacts
 from scanprobe.walk.level import GraphView, Level
 from scanprobe.walk.shapes import LazyShapes
+from scanprobe.walk.cotangent import zero_fed
 from scanprobe.walk.util import (
-    _creator, _is_constant, _zero_fed, _known_from_outer, _shape_source, _short_input, _strip_to_root, _type_str,
+    _creator, _is_constant, _known_from_outer, _shape_source, _short_input, _strip_to_root, _type_str,
 )
 
 _ROLES = ("mit_mot", "mit_sot", "sit_sot", "nit_sot", "shared")
@@ -261,7 +262,7 @@ class ScanPlan(Naming):
                     break
         buf.created_site = site or rec.site
         if role == "mit_mot":
-            buf.zero_fed = _zero_fed(self.api, outer_in)
+            buf.zero_fed = zero_fed(self.b, outer_in)
         buf.belongs_to, buf.variable = self._belongs_to(rec, role, i, creator, call)
         if outer_out is not None:
             buf.reads = reads(self, outer_out, buf, dims[0] if dims else None)

@@ -79,27 +79,6 @@ def _short_input(lv, x) -> str:
     return f"<{_type_str(x)}>"
 
 
-def _zero_fed(api, var) -> str:
-    """ "all" when ``var`` is a constant-zero Alloc, "partly" when it is one with rows written by
-    set_subtensor/inc_subtensor, else ""."""
-    writes = 0
-    while var is not None and var.owner is not None and writes < 20:
-        node = var.owner
-        if isinstance(node.op, api.Alloc):
-            fill = node.inputs[0]
-            zero = isinstance(fill, api.Constant) and bool(np.all(np.asarray(fill.data) == 0))
-            return ("all" if writes == 0 else "partly") if zero else ""
-        if isinstance(node.op, api.IncSubtensor):
-            writes += 1
-            var = node.inputs[0]
-            continue
-        if ops.is_pass_through(node.op):
-            var = node.inputs[0]
-            continue
-        return ""
-    return ""
-
-
 def _creator(api, var):
     """The Alloc/AllocEmpty (or other op) that creates a buffer, looking through set_subtensor."""
     seen = 0
