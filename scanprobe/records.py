@@ -35,6 +35,11 @@ class Verdict(StrEnum):
         return self in (Verdict.REMOVABLE, Verdict.UNUSED)
 
     @property
+    def droppable(self) -> bool:
+        """History a fix can drop: removable, unused, or a zero-fed backward tape (SP007)."""
+        return self.removable or self is Verdict.ZERO_FED
+
+    @property
     def kept(self) -> bool:
         """History that stays (needed, or a backward-pass tape)."""
         return self in (Verdict.NEEDED, Verdict.INHERENT)

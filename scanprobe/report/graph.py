@@ -31,7 +31,7 @@ def to_dot(pic):
             belongs, nbytes, verdict, shape, dtype = pic.buffers[n.id]
             size = human_bytes(nbytes) if nbytes is not None else "symbolic size"
             attrs["label"] = f"{n.label}\\n{belongs}\\n({shape}) {dtype}\\n{size}"
-            if Verdict(verdict).removable:
+            if Verdict(verdict).droppable:
                 attrs.update(style="filled", fillcolor="#ffcccc", color="#cc0000", penwidth="3", fontcolor="#990000")
             else:
                 attrs.update(style="filled", fillcolor="#fff3cc")

@@ -8,7 +8,7 @@ import os
 import shutil
 
 from scanprobe.analysis.sizes import human_bytes
-from scanprobe.records import Status, Verdict
+from scanprobe.records import Status
 
 _CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em;color:#222}
@@ -80,7 +80,7 @@ def render(report, pictures: dict | None = None) -> str:
             v = verdicts.get((b.scan_id, b.role, b.index))
             status = "?" if v is None or v.status is Status.UNKNOWN else (
                 v.status if v.status is not Status.FULL else f"full: {v.verdict}")
-            cls = "removable" if v and (v.verdict.removable or v.verdict is Verdict.ZERO_FED) else ("reduced" if v and v.status is Status.REDUCED else "needed")
+            cls = "removable" if v and v.verdict.droppable else ("reduced" if v and v.status is Status.REDUCED else "needed")
             size = human_bytes(b.bytes) if b.bytes is not None else b.bytes_formula()
             parts.append(
                 f"<tr><td>#{s.id}</td><td>{b.role}</td><td>{_e(b.belongs_to)}</td><td>{_e(b.shape_formula())}</td>"
