@@ -232,6 +232,37 @@ def table_sp006():
     return out + [""]
 
 
+def table_sp007():
+    rows = load("sp007")
+    if not rows:
+        return []
+    out = [
+        "### SP007: an LSTM training step (`scanprobe fix sample_graphs/lstm_classifier.py`, batch 16, 32 units, float64, loss on h[-1])",
+        "",
+        "Both tapes (of `h` and `c`) become running states. Each row: the original and the fixed step run side by side in one",
+        "child (median of 3 calls), in the backend's default mode and with its `more_mem` rewrites excluded (they push the weight",
+        "gradient's dot out of the backward scan, leaving n_steps rows of per-step terms: part 2 of issue 26, set by hand here).",
+        "",
+        "| backend | steps | mode | predicted scan buffers before / after | tracemalloc before / after | RSS above pre-call before / after | time before / after | outputs equal |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for d in rows:
+        for r in d["rows"]:
+            for label, key in (("default", "default"), ("`more_mem` excluded", "no_more_mem")):
+                x = r[key]
+                b, a, p = x["before"], x["after"], x["predicted"]
+                out.append(
+                    f"| {d['backend']} {d['backend_version']} | {r['steps']:,} | {label} | {mb(p['before'])} / {mb(p['after'])} | "
+                    f"{mb(b['tracemalloc_peak'])} / {mb(a['tracemalloc_peak'])} | {mb(b['rss_peak_above_precall'])} / "
+                    f"{mb(a['rss_peak_above_precall'])} | {b['wall_median_s'] * 1e3:,.0f} ms / {a['wall_median_s'] * 1e3:,.0f} ms "
+                    f"| {x['outputs_equal']} (max diff {x['max_abs_diff']:.1g}) |"
+                )
+    out.append("")
+    for d in rows:
+        out.append(f"Command: {provenance(d)}.")
+    return out + [""]
+
+
 def table_pymc():
     rows = load("pymc")
     if not rows:
@@ -352,7 +383,7 @@ def main():
         "Ratios are measured side by side in the same run; absolute times drift on shared machines.",
         "",
     ]
-    lines += (table_answer() + table_scaling() + table_accuracy() + table_fixes() + table_sp006() + table_inspect()
+    lines += (table_answer() + table_scaling() + table_accuracy() + table_fixes() + table_sp006() + table_sp007() + table_inspect()
               + table_properties() + table_suite() + table_pymc())
     (HERE / "RESULTS.md").write_text("\n".join(lines))
 

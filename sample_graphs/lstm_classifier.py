@@ -7,11 +7,13 @@ running value of each tape is ever read. The forward history itself is needed (t
 reads h[t-1] and c[t-1] at every step). `scanprobe fix` rewrites the tapes as running states.
 """
 
+import os
+
 import numpy as np
 
 from _backend import T, th
 
-STEPS, BATCH, N_IN, N_HID = 400, 16, 8, 32
+STEPS, BATCH, N_IN, N_HID = int(os.environ.get("LSTM_STEPS", 400)), 16, 8, 32
 floatX = "float64"
 
 x = T.tensor3("x", dtype=floatX)  # (steps, batch, n_in)
