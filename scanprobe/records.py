@@ -28,6 +28,7 @@ class Verdict(StrEnum):
     NEEDED = "needed"  # the history is read
     INHERENT = "inherent"  # a mit_mot: never shrunk by any backend
     ZERO_FED = "zero-fed"  # a mit_mot the loss feeds zeros but at its first row: a running value would do
+    TERMS = "per-step terms"  # a gradient scan's per-step terms kept for one product after the loop
 
     @property
     def removable(self) -> bool:
@@ -36,8 +37,9 @@ class Verdict(StrEnum):
 
     @property
     def droppable(self) -> bool:
-        """History a fix can drop: removable, unused, or a zero-fed backward tape (SP007)."""
-        return self.removable or self is Verdict.ZERO_FED
+        """History a fix can drop: removable, unused, a zero-fed backward tape (SP007) or a
+        gradient's per-step terms (SP008)."""
+        return self.removable or self in (Verdict.ZERO_FED, Verdict.TERMS)
 
     @property
     def kept(self) -> bool:
@@ -82,6 +84,8 @@ class Read:
                        history is read only to be folded into one value per other axis
       ``computation``  an op reads the whole history (an elementwise op, a reshape, ...)
       ``opaque``       an index scanprobe cannot resolve
+      ``product``      a gradient scan's per-step output reshaped (steps merged with another
+                       axis) into a dot product: the terms of a gradient pushed out of the loop
     """
 
     kind: str

@@ -74,6 +74,8 @@ def describe_read(r: Read) -> str:
         return f"folded by {r.op}{at}: {r.detail}"
     if r.kind == "computation":
         return f"read in full by {r.op}{at}"
+    if r.kind == "product":
+        return f"multiplied out by {r.op}{at} after the loop ({r.detail})"
     if r.kind == "rows":
         return f"{r.detail} read by {r.op}{at}"
     if r.kind == "opaque":
@@ -90,6 +92,13 @@ def _classify(target: Target, scan: Scan, buf: Buffer) -> BufferVerdict:
         fed = "at every step" if buf.zero_fed == "all" else "at every step but the first (the loss reads the state's last value)"
         v.why.append(f"the loss feeds this backward tape zeros {fed}: the backward pass reads only its running value")
         v.why.append("no backend's rewrites shrink a mit_mot buffer (pymc-devs/pytensor#1687)")
+        return v
+    if (scan.is_gradient and buf.role == "nit_sot" and buf.reads
+            and all(r.kind == "product" for r in buf.reads if r.kind != "recent")):
+        v.verdict = Verdict.TERMS
+        v.why.append("per-step terms of a gradient, kept for one product after the loop: the mode's `more_mem` "
+                     "rewrites pushed the product out of the backward scan")
+        v.why += [describe_read(r) for r in buf.reads if r.kind == "product"][:1]
         return v
     if buf.role == "mit_mot":
         v.verdict = Verdict.INHERENT

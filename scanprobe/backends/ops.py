@@ -224,6 +224,10 @@ def is_softmax(op) -> bool:
 # ------------------------------------------------------------------------------- shapes
 
 
+def is_reshape(op) -> bool:
+    return _class(op) == "Reshape"
+
+
 def is_arange(op) -> bool:
     return _class(op) == "ARange"
 

@@ -123,6 +123,10 @@ def fixed_build(backend, session, call, built, fix_plan: Plan, knowledge_of, mod
     mode = built.mode if mode_override is None else backend.resolve_mode(mode_override)[0]
     if fix_plan.needs_save_mem:
         mode = savemem.fixed_mode(backend, mode)
+    for fixer in fixers():  # graph fixers that change the mode too (SP008's)
+        if not fixer.is_mode_fix and hasattr(fixer.module, "fixed_mode") and any(
+                r.rule == fixer.code for r in fix_plan.applied):
+            mode = fixer.module.fixed_mode(backend, mode)
     fixed = backend.build(fixed_call, mode)
     fixed.mode_label = built.mode_label + (f" + {backend.save_mem_tag}" if fix_plan.needs_save_mem else "")
     target = analyse(backend, fixed, fixed_call, knowledge_of(fixed_call, fixed), session).target
@@ -234,6 +238,10 @@ def fix_function(backend, session, call, built):
     notes = []
     if fix_plan.needs_save_mem:
         mode = savemem.fixed_mode(backend, mode)
+    for fixer in fixers():  # graph fixers that change the mode too (SP008's)
+        if not fixer.is_mode_fix and hasattr(fixer.module, "fixed_mode") and any(
+                r.rule == fixer.code for r in fix_plan.applied):
+            mode = fixer.module.fixed_mode(backend, mode)
         notes.append(f"{savemem.RULE}: added {backend.save_mem_tag} (and the rewrites it needs beside it) to the mode")
     kwargs["mode"] = mode
     return backend.compile(*fixed_call.args, **kwargs), fix_plan, notes

@@ -131,6 +131,8 @@ def _history_cell(v) -> str:
         return f"[bold red]full: {v.verdict}[/]"
     if v.verdict is Verdict.ZERO_FED:
         return "[bold red]full: zero-fed tape[/]"
+    if v.verdict is Verdict.TERMS:
+        return "[bold red]full: per-step terms[/]"
     if v.verdict is Verdict.INHERENT:
         return "[yellow]full: mit_mot[/]"
     return "[yellow]full: needed[/]"

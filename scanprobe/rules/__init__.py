@@ -11,12 +11,13 @@ from scanprobe.rules.sp004_compiled_function_in_scan import CompiledFunctionInSc
 from scanprobe.rules.sp005_opaque_op_in_scan import OpaqueOpInScan
 from scanprobe.rules.sp006_reduction_over_history import ReductionOverHistory
 from scanprobe.rules.sp007_backward_tape import BackwardTape
+from scanprobe.rules.sp008_per_step_gradient_terms import PerStepGradientTerms
 from scanprobe.rules.sp010_buffer_over_budget import BufferOverBudget
 from scanprobe.rules.sp011_peak_over_budget import PeakOverBudget
 
 RULES: list[Rule] = [
     FullHistoryBuffer(), IndependentIterations(), PerStepBatchWork(), CompiledFunctionInScan(), OpaqueOpInScan(),
-    ReductionOverHistory(), BackwardTape(),
+    ReductionOverHistory(), BackwardTape(), PerStepGradientTerms(),
     BufferOverBudget(), PeakOverBudget(),
 ]
 

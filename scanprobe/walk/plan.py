@@ -265,7 +265,9 @@ class ScanPlan(Naming):
             buf.zero_fed = zero_fed(self.b, outer_in)
         buf.belongs_to, buf.variable = self._belongs_to(rec, role, i, creator, call)
         if outer_out is not None:
-            buf.reads = reads(self, outer_out, buf, dims[0] if dims else None)
+            buf.reads = reads(self, outer_out, buf, dims[0] if dims else None, gradient=rec.is_gradient)
+            if rec.is_gradient and role == "nit_sot" and buf.reads and all(r.kind == "product" for r in buf.reads):
+                buf.belongs_to = f"per-step gradient terms #{i}"  # not a sequence's gradient: a pushed-out product's
         return buf
 
     def _probe_matches(self, lead, buf):

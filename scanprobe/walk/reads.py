@@ -30,12 +30,14 @@ def reader_index_vars(plan, outer_out):
     return out
 
 
-def reads(plan, outer_out, buf, lead_var=None) -> list[R.Read]:
+def reads(plan, outer_out, buf, lead_var=None, gradient=False) -> list[R.Read]:
     """How the history held by a scan output is read downstream (see ``records.Read``).
 
     ``lead_var``: the buffer's leading dim; an index computed at run time is compared with it
     structurally (``hs[x.shape[0] - 1]``, or the ``switch(i < 0, i + len, i)`` a backend writes
-    for ``hs[-1]``): a constant difference is a row counted from the end.
+    for ``hs[-1]``): a constant difference is a row counted from the end. ``gradient``: the
+    buffer is a gradient scan's, whose per-step outputs are followed through a reshape to the
+    product they feed (a ``product`` read: the weight gradient's dot pushed out of the loop).
     """
     lv = plan.level
     api = plan.api
@@ -62,6 +64,18 @@ def reads(plan, outer_out, buf, lead_var=None) -> list[R.Read]:
             site = plan.w.session.user_site_from_trace(node.outputs[0])
             opname = ops.display_name(op)
             if isinstance(op, (api.Shape, api.Shape_i)):
+                continue
+            if axis is None:  # the time axis merged with others by a reshape
+                if pos == 0 and (ops.is_dimshuffle(op) or ops.is_pass_through(op) or ops.is_reshape(op)):
+                    stack.append((node.outputs[0], None, None, via_ds, depth + 1, False, False))
+                elif ops.dot_operands(op) is not None and pos in ops.dot_operands(op):
+                    reads.append(R.Read("product", opname, "a product with the steps merged into one axis", via_ds, site))
+                else:
+                    reads.append(R.Read("computation", ops.display_with_scalar(op), "reshaped", via_ds, site))
+                continue
+            if ops.is_reshape(op) and pos == 0 and gradient and buf.role == "nit_sot":
+                # a gradient scan's per-step terms, reshaped for one product (the pushed-out dot)
+                stack.append((node.outputs[0], None, None, via_ds, depth + 1, False, False))
                 continue
             if isinstance(op, api.Subtensor) and pos == 0:
                 idx = plan.b.subtensor_indices(node)

@@ -1,0 +1,1 @@
+SP007_running_tape.py

@@ -1,0 +1,1 @@
+../../sample_graphs/rnn_bptt.py

@@ -1,0 +1,1 @@
+../../sample_graphs/lstm_classifier.py
