@@ -114,6 +114,18 @@ def findings_of(target) -> list:
     return [f for r in RULES for f in r.check(target, verdicts, None)]
 
 
+def fixed_mode(backend, mode, fix_plan: Plan):
+    """The mode a fixed function is built in: save-mem added where the plan needs it, and the mode
+    change of every graph fixer with an applied rewrite that has one (SP008's)."""
+    if fix_plan.needs_save_mem:
+        mode = savemem.fixed_mode(backend, mode)
+    for fixer in fixers():
+        if not fixer.is_mode_fix and hasattr(fixer.module, "fixed_mode") and any(
+                r.rule == fixer.code for r in fix_plan.applied):
+            mode = fixer.module.fixed_mode(backend, mode)
+    return mode
+
+
 def fixed_build(backend, session, call, built, fix_plan: Plan, knowledge_of, mode_override=None):
     """(fixed call, its Built, its analysed Target) for a target and its plan.
 
@@ -121,12 +133,7 @@ def fixed_build(backend, session, call, built, fix_plan: Plan, knowledge_of, mod
     """
     fixed_call = rewritten(backend, call, fix_plan.applied) if fix_plan.applied else call
     mode = built.mode if mode_override is None else backend.resolve_mode(mode_override)[0]
-    if fix_plan.needs_save_mem:
-        mode = savemem.fixed_mode(backend, mode)
-    for fixer in fixers():  # graph fixers that change the mode too (SP008's)
-        if not fixer.is_mode_fix and hasattr(fixer.module, "fixed_mode") and any(
-                r.rule == fixer.code for r in fix_plan.applied):
-            mode = fixer.module.fixed_mode(backend, mode)
+    mode = fixed_mode(backend, mode, fix_plan)
     fixed = backend.build(fixed_call, mode)
     fixed.mode_label = built.mode_label + (f" + {backend.save_mem_tag}" if fix_plan.needs_save_mem else "")
     target = analyse(backend, fixed, fixed_call, knowledge_of(fixed_call, fixed), session).target
@@ -236,12 +243,8 @@ def fix_function(backend, session, call, built):
     kwargs = dict(fixed_call.kwargs)
     mode = built.mode
     notes = []
+    mode = fixed_mode(backend, mode, fix_plan)
     if fix_plan.needs_save_mem:
-        mode = savemem.fixed_mode(backend, mode)
-    for fixer in fixers():  # graph fixers that change the mode too (SP008's)
-        if not fixer.is_mode_fix and hasattr(fixer.module, "fixed_mode") and any(
-                r.rule == fixer.code for r in fix_plan.applied):
-            mode = fixer.module.fixed_mode(backend, mode)
         notes.append(f"{savemem.RULE}: added {backend.save_mem_tag} (and the rewrites it needs beside it) to the mode")
     kwargs["mode"] = mode
     return backend.compile(*fixed_call.args, **kwargs), fix_plan, notes
