@@ -16,8 +16,6 @@ cotangent has other nonzero rows.
 
 from __future__ import annotations
 
-import copy
-
 from scanprobe.errors import failure_text
 from scanprobe.fixes.graph_edit import NotApplicable, Rewrite, _clone
 from scanprobe.rules import rule
@@ -51,7 +49,7 @@ def _rebuild(backend, node, info, rw):
         raise NotApplicable("the gradient scan is a while-loop")
     if info.truncate_gradient != -1:
         raise NotApplicable("truncate_gradient: the rows the backward pass does not reach keep the loss's cotangent")
-    a = copy.copy(backend.scan_args_copy(node))
+    a = backend.scan_args_copy(node)  # a fresh copy: its lists are made editable below
     for field in ("mit_mot_in_slices", "mit_mot_out_slices", "inner_in_mit_mot", "inner_out_mit_mot",
                   "outer_in_mit_mot", "outer_out_mit_mot", "inner_in_sit_sot", "inner_out_sit_sot",
                   "outer_in_sit_sot", "outer_out_sit_sot", "inner_out_mit_sot", "inner_out_nit_sot",
@@ -105,7 +103,6 @@ def _rebuild(backend, node, info, rw):
     rw.form = "running tape"
     rw.detail.insert(0, f"{len(picked)} backward tape(s) of `{info.name}` carried as running states "
                         "(the loss feeds them zeros after the first step); save-mem keeps the rows read")
-    rw.snippet = ""
 
 
 #: this rule's graph fix (fixes/registry.py)

@@ -26,7 +26,6 @@ def terms_in_the_loop(backend, outputs, wanted) -> list[Rewrite]:
         rw = Rewrite(RULE, name, "terms in the loop", scan_node=None)
         rw.detail.append(f"the mode's `{TAG}` rewrites excluded: the gradients of `{name}` accumulate in the loop")
         rw.snippet = f"mode = {backend.module_name}.compile.mode.get_mode('FAST_RUN').excluding('{TAG}')"
-        rw.replacements = {}
         out.append(rw)
     return out
 
