@@ -397,12 +397,19 @@ def _fix_help() -> str:
                    "are not counted: they stop after 600 s of their own).")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
               help="cuda: rerun both functions on the GPU (PyTensor's JAX linker).")
+@click.option("--max-buffer", metavar="SIZE",
+              help="Make every scan buffer fit SIZE (e.g. 4MiB): tapes and per-step gradient terms first, then "
+                   "the history a gradient reads, checkpointed (SP010).")
 @_format("fix")
 @_color
-def fix_cmd(spec, backend, mode, inputs, runs, timeout, device, fmt, color):
+def fix_cmd(spec, backend, mode, inputs, runs, timeout, device, max_buffer, fmt, color):
     from scanprobe.commands.fix import run_fix
 
-    res = _run(lambda progress: run_fix(spec, backend, mode, inputs, runs, timeout, progress, device), fmt, color)
+    def work(progress):
+        limit = _size("--max-buffer", max_buffer)
+        return run_fix(spec, backend, mode, inputs, runs, timeout, progress, device, limit)
+
+    res = _run(work, fmt, color)
     _finish("fix", res, fmt, color, res.summary.exit_code)
 
 

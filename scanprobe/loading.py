@@ -88,6 +88,17 @@ class Captured:
         return ""  # shared: named by the session
 
 
+@dataclass
+class Pullback:
+    """One scan's gradient as the backend built it: ``node`` (the forward Scan), ``cotangents``
+    (one per output: what the loss feeds it; a disconnected type where nothing does) and
+    ``grads`` (one per input: the gradients it made, which the rest of the user's graph reads)."""
+
+    node: object
+    cotangents: list
+    grads: list
+
+
 class LazyFunction:
     """What the user's ``function(...)`` returns under scanprobe: links on first use."""
 
@@ -131,6 +142,8 @@ class CaptureSession:
         self._backend_root = ""
         self._names: dict[int, str] = {}
         self._compiling_for = None  # (name, site): a model's function being compiled by scanprobe
+        #: id(Scan node) -> Pullback: the gradients of scans taken while the module ran
+        self.pullbacks: dict[int, Pullback] = {}
 
     # ---------------------------------------------------------------- files
     def is_user_file(self, filename: str) -> bool:
@@ -246,6 +259,13 @@ class CaptureSession:
     def shared_site(self, var):
         """The user's line that made a shared variable, or None."""
         return self._shared_sites.get(id(getattr(var, "container", None) or var))
+
+    def record_pullback(self, outs, output_grads, result):
+        """A scan's gradient taken while the module ran (the backend's grad machinery called its
+        pullback): the cotangents it was fed and the input gradients it made, by Scan node."""
+        node = outs[0].owner if outs else None
+        if node is not None:
+            self.pullbacks[id(node)] = Pullback(node, list(output_grads), list(result))
 
     def capture_grad(self, original, args, kwargs):
         """A user's ``grad(...)``: the Scan nodes it creates (the backward passes of their scans)

@@ -16,6 +16,14 @@ def human_bytes(n: int | None) -> str:
     return f"{n} B"
 
 
+def size_arg(n: int) -> str:
+    """A size as an exact option value (``parse_bytes`` reads it back): 512MiB, 8GB or bytes."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if n >= size and n % size == 0:
+            return f"{n // size}{unit}"
+    return str(n)
+
+
 def parse_bytes(text: str) -> int:
     """'512MiB' / '8GB' / '1000' -> bytes; ValueError for anything that is not a positive, finite
     size (an empty text, 0, -5, inf, nan: a budget is never silently off)."""

@@ -206,6 +206,19 @@ class FamilyBackend(Backend):
             if obj is not None and getattr(obj, attr, None) is original_grad:
                 self._swap(obj, attr, grad)
 
+        # the gradient of each scan: what the backend's grad machinery fed it and made of it
+        # (a checkpointed gradient is rebuilt from them: fixes/checkpoint.py)
+        method = self.pullback_method()
+        original_pullback = getattr(api.Scan, method)
+
+        def pullback(op, inputs, outs, output_grads):
+            result = original_pullback(op, inputs, outs, output_grads)
+            session.record_pullback(outs, output_grads, result)
+            return result
+
+        pullback.__wrapped__ = original_pullback
+        self._swap(api.Scan, method, pullback)
+
         def function(*args, **kwargs):
             return session.capture_function(original_function, args, kwargs)
 
@@ -222,6 +235,11 @@ class FamilyBackend(Backend):
             self._swap(obj, attr, function)
         for obj, attr in self._scan_homes():
             self._swap(obj, attr, scan)
+
+    def pullback_method(self) -> str:
+        """The Scan method the backend's ``grad`` calls for a scan's gradient: ``pullback``
+        (PyTensor >= 3) or ``L_op``."""
+        return "pullback" if "pullback" in vars(self.api.Scan) else "L_op"
 
     def _swap(self, obj, attr, new):
         if obj is not None and hasattr(obj, attr):
@@ -498,6 +516,11 @@ class FamilyBackend(Backend):
         """False where the op links its inner graph as it stands (PyTensor >= 3.2: the outer
         optimization already optimized it)."""
         return not (hasattr(op, "compile_fn") and hasattr(op, "link_mode"))
+
+    def scan_step_mode(self, op):
+        """The mode a Scan op optimizes and links its step with (a new scan given it builds its
+        step the same way)."""
+        return self._inner_mode(op)
 
     def _inner_mode(self, op):
         """The mode a Scan op optimizes its inner graph with when it is linked."""

@@ -8,7 +8,8 @@ code to write.
 from __future__ import annotations
 
 
-def run_fix(spec, backend_name=None, mode=None, inputs=(), runs=3, timeout=600.0, progress=None, device="cpu"):
+def run_fix(spec, backend_name=None, mode=None, inputs=(), runs=3, timeout=600.0, progress=None, device="cpu",
+            max_buffer=None):
     """Returns a ``results.FixResult``."""
     from scanprobe.commands.profile import child_target, run_error
     from scanprobe.results import FixResult
@@ -21,7 +22,7 @@ def run_fix(spec, backend_name=None, mode=None, inputs=(), runs=3, timeout=600.0
     fixed_mode = "JAX" if device == "cuda" else None
     data = run_child(
         ChildSpec(spec=spec, action=Action.FIX, backend=backend_name, mode=mode, inputs=list(inputs), runs=runs,
-                  device=device, fixed_mode=fixed_mode),
+                  device=device, fixed_mode=fixed_mode, max_buffer=max_buffer),
         timeout=timeout, memory_limit=None, on_step=progress.step if progress else None,
     )
     return FixResult(

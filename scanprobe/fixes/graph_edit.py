@@ -44,11 +44,15 @@ class Wanted:
     merged scan is named ``a&b``) and, where both are known, it was made at the record's site.
     """
 
-    def __init__(self, target, findings, site_of=None):
+    def __init__(self, target, findings, site_of=None, settings=None, pullbacks=None):
         ids = {f.scan_id for f in findings}
         self.findings = list(findings)
         self.scans = [s for s in target.scans if s.id in ids]
         self.site_of = site_of or (lambda node: None)
+        #: the budgets (``fix --max-buffer``) and the scans' recorded gradients
+        #: (``loading.Pullback`` by id of the Scan node), for the fixes that need them
+        self.settings = settings
+        self.pullbacks = pullbacks or {}
 
     def __bool__(self) -> bool:
         return bool(self.scans)
@@ -75,14 +79,15 @@ class Wanted:
                 yield node, rec
 
     @classmethod
-    def every_scan(cls) -> "Wanted":
+    def every_scan(cls, settings=None, pullbacks=None) -> "Wanted":
         """Every scan of the graph, without records (a benchmark calling a fixer directly)."""
-        return _EveryScan()
+        return _EveryScan(settings, pullbacks)
 
 
 class _EveryScan(Wanted):
-    def __init__(self):
+    def __init__(self, settings=None, pullbacks=None):
         self.findings, self.scans, self.site_of = [], [], lambda node: None
+        self.settings, self.pullbacks = settings, pullbacks or {}
 
     def __bool__(self) -> bool:
         return True

@@ -36,7 +36,7 @@ def compiled_variables(call):
     return outputs_, pairs
 
 
-def graph_rewrites(backend, call, target, findings, site_of=None) -> list[Rewrite]:
+def graph_rewrites(backend, call, target, findings, site_of=None, settings=None, pullbacks=None) -> list[Rewrite]:
     """The graph rewrites for the scans ``findings`` name (applied ones have a form): each rule's
     fixer gets its own findings' scans (``Wanted``, with the walk's records of them)."""
     outs, pairs = compiled_variables(call)
@@ -47,7 +47,7 @@ def graph_rewrites(backend, call, target, findings, site_of=None) -> list[Rewrit
     for fixer in fixers():
         if fixer.is_mode_fix:
             continue
-        wanted = Wanted(target, [f for f in findings if f.code == fixer.code], site_of)
+        wanted = Wanted(target, [f for f in findings if f.code == fixer.code], site_of, settings, pullbacks)
         if not wanted:
             continue
         taken = {id(r.scan_node) for r in found if r.form}
@@ -102,16 +102,19 @@ class Plan:
         return [RewriteNote(r.rule, r.scan, r.form, list(r.detail), r.reason, r.snippet) for r in self.rewrites]
 
 
-def plan(backend, call, target, findings, site_of=None) -> Plan:
+def plan(backend, call, target, findings, site_of=None, settings=None, pullbacks=None) -> Plan:
     """What to do for one analysed target (``records.Target``): ``findings`` are its findings (all
-    rules); ``site_of(scan node)`` the user's line of a scan (``session.user_site_from_trace``)."""
-    return Plan(save_mem=savemem.applies(findings), rewrites=graph_rewrites(backend, call, target, findings, site_of))
+    rules, budget findings included when ``settings`` has a budget); ``site_of(scan node)`` the
+    user's line of a scan (``session.user_site_from_trace``); ``pullbacks`` the scans' gradients
+    recorded while the module ran (``session.pullbacks``)."""
+    return Plan(save_mem=savemem.applies(findings),
+                rewrites=graph_rewrites(backend, call, target, findings, site_of, settings, pullbacks))
 
 
-def findings_of(target) -> list:
-    """Every rule's findings for an analysed target (no budgets)."""
+def findings_of(target, settings=None) -> list:
+    """Every rule's findings for an analysed target (budgets from ``settings``, if any)."""
     verdicts = classify(target)
-    return [f for r in RULES for f in r.check(target, verdicts, None)]
+    return [f for r in RULES for f in r.check(target, verdicts, settings)]
 
 
 def fixed_mode(backend, mode, fix_plan: Plan):
@@ -140,14 +143,22 @@ def fixed_build(backend, session, call, built, fix_plan: Plan, knowledge_of, mod
     return fixed_call, fixed, target
 
 
-def remaining(target, rules) -> dict:
-    """Counted findings of ``rules`` still present in an analysed target."""
-    found = counted(findings_of(target))
-    return {r: sum(1 for f in found if f.code == r) for r in rules}
+def remaining(target, rules, settings=None, scans=None) -> dict:
+    """Counted findings of ``rules`` still present in an analysed target: on the scans named in
+    ``scans`` (the original's; None: every scan), budget findings (SP010) on any scan. The loops a
+    fix builds (a checkpointed loop's segments) are new scans: their findings are not the fixed
+    ones, and the budget bounds them."""
+    found = counted(findings_of(target, settings))
+    budget = {"SP010", "SP011"}
+
+    def left(f):
+        return f.code in budget or scans is None or f.scan in scans
+
+    return {r: sum(1 for f in found if f.code == r and left(f)) for r in rules}
 
 
 def fix_target(backend, session, live, fix_plan: Plan, values, runner, knowledge_of, mode_override=None,
-               on_update=None) -> TargetFix:
+               on_update=None, settings=None) -> TargetFix:
     """Apply the fixes of ``fix_plan`` (see ``plan``) to one analysed target, prove them by rerunning.
 
     ``live``: the target's (captured call, Built, Target); ``values``: its explicit inputs;
@@ -174,7 +185,8 @@ def fix_target(backend, session, live, fix_plan: Plan, values, runner, knowledge
     save(entry)
     runner.step(f"rewriting {target.name}")
     _, fixed, fixed_target = fixed_build(backend, session, call, built, fix_plan, knowledge_of, mode_override)
-    entry.after = FixSide(predicted_peak=fixed_target.scan_buffer_bytes(), remaining=remaining(fixed_target, fix_plan.rules))
+    entry.after = FixSide(predicted_peak=fixed_target.scan_buffer_bytes(), remaining=remaining(fixed_target, fix_plan.rules, settings,
+                                                                   {s.name for s in target.scans}))
     save(entry)
     runner.step(f"running {target.name} fixed")
     after_out, entry.after.measured = _run_from(state, backend.realize(fixed), values, runner)

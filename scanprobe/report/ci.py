@@ -25,9 +25,13 @@ def _location(rep, f):
 
 def render_text(result, out, color=None):
     settings = result.settings
+    hinted = set()
     for rep, f in result.rows():
         path, line = _location(rep, f)
         out.write(f"{path}:{line}: {f.code} [{f.target}] {f.message}\n")
+        if f.code == "SP010" and f.fix and rep.file not in hinted:  # once per file: the budget's fix
+            hinted.add(rep.file)
+            out.write(f"  hint: {f.fix[0].replace('FILE', os.path.relpath(rep.file))}\n")
     for e in result.errors:
         out.write(f"{e.file}: error: {e.message}\n")
         if e.hint:

@@ -21,12 +21,18 @@ Shrink what SP001 reports; keep needed history smaller with `scan_checkpoints`, 
 sequences (truncated BPTT) or float32 instead of float64.
 
 ## Fix safety
-Budget findings have no automatic fix.
+`scanprobe fix FILE --max-buffer SIZE` fixes, cheapest first: a gradient's zero-fed tapes (SP007)
+and per-step gradient terms (SP008) at no time cost, then the forward history a gradient reads,
+checkpointed (`fixes/checkpoint.py`): kept every k steps, one segment of k steps recomputed at a
+time in the backward pass (one extra forward pass), k the largest that fits the budget. Verified by
+rerunning: outputs and updated shared values equal, buffers under the budget. What cannot fit is
+said with its size and why (a loss on every step needs the history itself; a state row so large
+that even k ~ sqrt(n) does not fit).
 """
 
 from __future__ import annotations
 
-from scanprobe.analysis.sizes import human_bytes
+from scanprobe.analysis.sizes import human_bytes, size_arg
 from scanprobe.rules.base import Rule
 
 
@@ -35,6 +41,10 @@ class BufferOverBudget(Rule):
     name = "buffer-over-budget"
     summary = "a scan buffer is larger than --max-buffer"
     doc = __doc__
+    fix_moves = "memory"
+    fixer = "checkpoint"
+    fix_does = ("checkpointed history (with --max-buffer): a forward scan whose history a gradient reads kept "
+                "every k steps, each segment recomputed in the backward pass")
 
     def check(self, target, verdicts, settings=None):
         limit = getattr(settings, "max_buffer", None)
@@ -51,6 +61,17 @@ class BufferOverBudget(Rule):
                         scan=v.scan, site=b.created_site, bytes=b.bytes,
                         explanation=[f"buffer: {b.created_by}, shape ({b.shape_formula()}) {b.dtype}"]
                         + ([f"history: {v.verdict}"] if v.verdict else []),
+                        fix=_fix_hint(target, v, limit),
                     )
                 )
         return out
+
+
+def _fix_hint(target, v, limit) -> list[str]:
+    """``fix --max-buffer`` where it has a fix: the history of a forward scan that a gradient reads
+    (checkpoints), or a gradient scan's own buffers (its tapes and terms)."""
+    b = v.buffer
+    if v.scan.is_gradient or (b.role == "sit_sot" and any(s.is_gradient for s in target.scans)):
+        return [f"`scanprobe fix FILE --max-buffer {size_arg(limit)}` fits it: a gradient's tapes and per-step "
+                "terms first (free), then checkpointed history (one extra forward pass)"]
+    return []

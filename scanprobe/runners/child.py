@@ -308,16 +308,38 @@ def _profile_target(result, live, specs, spec, entry):
         save()
 
 
+def _budget(spec):
+    """``fix --max-buffer``'s budget as the rules' settings, or None."""
+    if not spec.max_buffer:
+        return None
+    from scanprobe.settings import Settings
+
+    return Settings(max_buffer=spec.max_buffer)
+
+
+def _budget_findings(analysis, spec) -> None:
+    """``fix --max-buffer``: SP010's findings added to the report (what the fix must fit)."""
+    settings = _budget(spec)
+    if settings is None:
+        return
+    from scanprobe.analysis.history import classify
+    from scanprobe.rules.sp010_buffer_over_budget import BufferOverBudget
+
+    for live in analysis.live:
+        analysis.report.findings += BufferOverBudget().check(live.target, classify(live.target), settings)
+
+
 def _fix(result, analysis, specs, spec):
     from scanprobe.fixes.pipeline import fix_target, plan, site_of
     from scanprobe.pipeline import knowledge_of
 
     report = analysis.report
+    settings = _budget(spec)
     for live in analysis.live:
         target = live.target
         result.step(f"looking for fixes of {target.name}")
         fix_plan = plan(live.backend, live.captured, target, [f for f in report.findings if f.target == target.name],
-                        site_of(live.session))
+                        site_of(live.session), settings, live.session.pullbacks)
         if not fix_plan.rules:
             skipped = [n for n in fix_plan.notes() if n.reason]
             if skipped:
@@ -332,7 +354,7 @@ def _fix(result, analysis, specs, spec):
 
         fix_target(
             live.backend, live.session, (live.captured, live.built, target), fix_plan, values_for(live, specs),
-            result, knowledge_of(live.session, specs), spec.fixed_mode, on_update,
+            result, knowledge_of(live.session, specs), spec.fixed_mode, on_update, settings,
         )
     result.step("done")
 
@@ -346,6 +368,8 @@ def main(spec_path: str) -> int:
     try:
         result.step("loading and analysing")
         analysis = analyse_module(spec.spec, spec.backend, spec.mode, tuple(spec.inputs))
+        if spec.action == Action.FIX:
+            _budget_findings(analysis, spec)
         result.msg.report = analysis.report.to_json()
         result.save()
         specs = [parse_input_spec(s) for s in spec.inputs]

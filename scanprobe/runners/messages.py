@@ -45,6 +45,8 @@ class ChildSpec:
     node_profile: bool = True
     #: fix --device cuda: the linker the fixed function is compiled for (the original runs as it is)
     fixed_mode: str | None = None
+    #: fix --max-buffer: the budget for any one scan buffer (SP010's findings, fixed by checkpoints)
+    max_buffer: int | None = None
     #: set by the supervisor: where the child writes its ``ChildResult``, and --timeout
     result: str = ""
     timeout: float | None = None

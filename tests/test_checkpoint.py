@@ -1,0 +1,123 @@
+"""SP010's fix, checkpointed history (``fix --max-buffer``), against what runs.
+
+The LSTM classifier sample and the GRU fix sample (both losses read the last state), trained one
+step: the fixed training step's buffers are what the backend allocates (tests/groundtruth.py),
+every one of them fits the budget, the original loop is gone, and the loss and the updated
+parameters are equal. A loss on every step (rnn_bptt.py) and a budget below one level of
+checkpoints are refused with the reason.
+"""
+
+import pytest
+from groundtruth import compare, evaluated, hooked, predicted
+
+from conftest import ROOT, SAMPLES, scanprobe
+
+FILES = {  # (file, budget, environment)
+    "lstm": (SAMPLES / "lstm_classifier.py", 100_000, {"LSTM_STEPS": "60"}),
+    "gru": (ROOT / "tests" / "fix_samples" / "SP007_running_tape.py", 2_000, {}),
+}
+
+
+def _plan(path, budget, mode=None):
+    from scanprobe.fixes.pipeline import findings_of, plan, site_of
+    from scanprobe.pipeline import analyse_module
+    from scanprobe.settings import Settings
+
+    live = analyse_module(str(path), mode=mode).live[0]
+    settings = Settings(max_buffer=budget)
+    findings = findings_of(live.target, settings)
+    fix_plan = plan(live.backend, live.captured, live.target, findings, site_of(live.session), settings,
+                    live.session.pullbacks)
+    return live, settings, fix_plan
+
+
+@pytest.mark.parametrize("mode", ["FAST_COMPILE", None], ids=["fast_compile", "default"])
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_checkpointed_history_is_what_runs_and_fits(backend, name, mode, monkeypatch):
+    from scanprobe.fixes.pipeline import findings_of, fixed_build
+    from scanprobe.fixes.verify import SharedState, outputs
+    from scanprobe.fixes.verify import compare as compare_outputs
+    from scanprobe.pipeline import knowledge_of
+    from scanprobe.runners.child import values_for
+
+    path, budget, env = FILES[name]
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.chdir(path.parent)
+    live, settings, fix_plan = _plan(path, budget, mode)
+    b = live.backend
+    over = [f for f in findings_of(live.target, settings) if f.code == "SP010"]
+    assert over, "the history is over the budget before the fix"
+    (ck,) = [r for r in fix_plan.rewrites if r.rule == "SP010"]
+    assert ck.form == "checkpointed", fix_plan.notes()
+    _, fixed, target = fixed_build(b, live.session, live.captured, live.built, fix_plan, knowledge_of(live.session, []))
+    sizes = {(s.name, bf.role, bf.index): bf.bytes for s in target.scans for bf in s.buffers}
+    assert all(v is not None and v <= budget for v in sizes.values()), sizes
+    assert not [f for f in findings_of(target, settings) if f.code == "SP010"]
+    forward = {s.name for s in live.target.scans if not s.is_gradient}
+    assert not forward & {s.name for s in target.scans}, "the original loop still runs"
+    assert any(s.parent is not None for s in target.scans), "no segment loop nested in the checkpoints"
+
+    values = values_for(live, [])
+    state = SharedState(live.built.fgraph)
+    before = outputs(live.session.realize(live.captured), values)  # the loss and the updated parameters
+    state.restore()
+    linker = target.mode.linker.lower()
+    if any(k in linker for k in ("vm", "py", "stack", "loop", "cvm")):
+        with hooked(b) as records:
+            after = outputs(b.realize(fixed), values)
+        real = list(records)
+        assert any(r["nested"] for r in real), "the segments' buffers were not recorded"
+    else:  # a linker without thunks (numba): the buffers its own linker computes
+        fn = b.realize(fixed)
+        after = outputs(fn, values)
+        state.restore()
+        real = evaluated(b, fn, values)
+    state.restore()
+    assert compare_outputs(before, after)["outputs_equal"]
+    problems = compare(predicted(target), real)
+    assert not problems, "\n".join(problems)
+
+
+def test_checkpoints_refused_with_the_reason(backend, monkeypatch):
+    # a loss on every step needs the history for its own value
+    monkeypatch.chdir(SAMPLES)
+    _, _, fix_plan = _plan(SAMPLES / "rnn_bptt.py", 10_000)
+    (ck,) = [r for r in fix_plan.rewrites if r.rule == "SP010"]
+    assert not ck.form and "other steps than the last" in ck.reason, fix_plan.notes()
+    # one GRU state row is 4 x 5 x 8 = 160 B: 40 steps need 7 rows (1.1 kB) at the least
+    path = FILES["gru"][0]
+    monkeypatch.chdir(path.parent)
+    _, _, fix_plan = _plan(path, 1_000)
+    (ck,) = [r for r in fix_plan.rewrites if r.rule == "SP010"]
+    assert not ck.form and "160 B" in ck.reason and "keep 7 rows (1.1 kB)" in ck.reason, ck.reason
+
+
+def test_segment_length_is_the_shortest_longest_buffer():
+    from scanprobe.fixes.checkpoint import rows_kept, segment_length
+
+    for n in list(range(2, 300)) + [1000, 10_000, 12_345]:
+        k = segment_length(n)
+        best = min(rows_kept(n, c) for c in range(1, n + 1))
+        assert rows_kept(n, k) == best, (n, k)
+    assert segment_length(1000) == 31 and rows_kept(1000, 31) == 33
+
+
+def test_fix_max_buffer_on_the_command_line(backend):
+    path = FILES["gru"][0]
+    res = scanprobe("fix", path, "--max-buffer", "2kB", "--runs", "1", "--format", "json", cwd=path.parent)
+    assert res.rc == 0, res
+    (entry,) = res.json()["fixes"]
+    assert "SP010" in entry["rules"] and entry["outputs_equal"] is True, entry
+    assert entry["after"]["predicted_peak"] < entry["before"]["predicted_peak"]
+    assert entry["after"]["remaining"]["SP010"] == 0
+    assert "checkpointed" in [r["form"] for r in entry["rewrites"]]
+    res = scanprobe("fix", path, "--max-buffer", "0")
+    assert res.rc == 2 and "bad --max-buffer" in res.err and "hint:" in res.err, res
+
+
+def test_check_names_fix_max_buffer(backend):
+    path = FILES["gru"][0]
+    res = scanprobe("check", path, "--max-buffer", "2kB", "--select", "SP010", cwd=path.parent)
+    assert res.rc == 1, res
+    assert "hint: `scanprobe fix SP007_running_tape.py --max-buffer 2kB` fits it" in res.out, res.out
