@@ -31,8 +31,10 @@ def _plan(path, budget, mode=None):
     return live, settings, fix_plan
 
 
-@pytest.mark.parametrize("mode", ["FAST_COMPILE", None], ids=["fast_compile", "default"])
-@pytest.mark.parametrize("name", sorted(FILES))
+# the LSTM (two states, the cell's cotangent disconnected) in FAST_COMPILE only: its default-mode
+# build costs Theano 2.5 minutes of C compilation; the GRU covers the default mode
+@pytest.mark.parametrize("name, mode", [("gru", "FAST_COMPILE"), ("gru", None), ("lstm", "FAST_COMPILE")],
+                         ids=["gru-fast_compile", "gru-default", "lstm-fast_compile"])
 def test_checkpointed_history_is_what_runs_and_fits(backend, name, mode, monkeypatch):
     from scanprobe.fixes.pipeline import findings_of, fixed_build
     from scanprobe.fixes.verify import SharedState, outputs

@@ -27,6 +27,10 @@ from scanprobe.results import FixSide, Measurement, RewriteNote, TargetFix
 from scanprobe.rules import RULES, counted
 from scanprobe.walk.walker import analyse
 
+#: the budget rules: their findings stay findings on any scan of the fixed graph
+BUDGET_RULES = ("SP010", "SP011")
+
+
 def compiled_variables(call):
     """(outputs as given, update pairs) of a captured ``function(...)`` call."""
     args, kwargs = list(call.args), dict(call.kwargs)
@@ -82,6 +86,9 @@ class Plan:
 
     save_mem: bool
     rewrites: list[Rewrite] = field(default_factory=list)
+    #: a budget's findings (SP010 under ``fix --max-buffer``) are among the target's: the fixed
+    #: graph must meet the budget, whichever fixes got it there
+    budget_rules: list[str] = field(default_factory=list)
 
     @property
     def applied(self) -> list[Rewrite]:
@@ -96,7 +103,7 @@ class Plan:
 
     @property
     def rules(self) -> list[str]:
-        return ([savemem.RULE] if self.save_mem else []) + sorted({r.rule for r in self.applied})
+        return ([savemem.RULE] if self.save_mem else []) + sorted({r.rule for r in self.applied} | set(self.budget_rules))
 
     def notes(self) -> list[RewriteNote]:
         return [RewriteNote(r.rule, r.scan, r.form, list(r.detail), r.reason, r.snippet) for r in self.rewrites]
@@ -107,8 +114,10 @@ def plan(backend, call, target, findings, site_of=None, settings=None, pullbacks
     rules, budget findings included when ``settings`` has a budget); ``site_of(scan node)`` the
     user's line of a scan (``session.user_site_from_trace``); ``pullbacks`` the scans' gradients
     recorded while the module ran (``session.pullbacks``)."""
+    budget = sorted({f.code for f in findings if f.code in BUDGET_RULES and f.counts})
     return Plan(save_mem=savemem.applies(findings),
-                rewrites=graph_rewrites(backend, call, target, findings, site_of, settings, pullbacks))
+                rewrites=graph_rewrites(backend, call, target, findings, site_of, settings, pullbacks),
+                budget_rules=budget)
 
 
 def findings_of(target, settings=None) -> list:
@@ -149,10 +158,9 @@ def remaining(target, rules, settings=None, scans=None) -> dict:
     fix builds (a checkpointed loop's segments) are new scans: their findings are not the fixed
     ones, and the budget bounds them."""
     found = counted(findings_of(target, settings))
-    budget = {"SP010", "SP011"}
 
     def left(f):
-        return f.code in budget or scans is None or f.scan in scans
+        return f.code in BUDGET_RULES or scans is None or f.scan in scans
 
     return {r: sum(1 for f in found if f.code == r and left(f)) for r in rules}
 
