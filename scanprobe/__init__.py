@@ -2,7 +2,7 @@
 
 from scanprobe.contracts import FIX_SCHEMA, PROFILE_SCHEMA, REPORT_SCHEMA, __version__
 
-__all__ = ["FIX_SCHEMA", "PROFILE_SCHEMA", "REPORT_SCHEMA", "__version__", "fix"]
+__all__ = ["FIX_SCHEMA", "PROFILE_SCHEMA", "REPORT_SCHEMA", "__version__", "fix", "record_gradients"]
 
 
 def fix(*args, **kwargs):
@@ -13,6 +13,14 @@ def fix(*args, **kwargs):
     from scanprobe.api import fix as _fix
 
     return _fix(*args, **kwargs)
+
+
+def record_gradients(backend_name=None):
+    """``with scanprobe.record_gradients(): grads = T.grad(...)``: the scan gradients built inside
+    are recorded for ``scanprobe.fix(..., max_buffer=...)``'s checkpoints (see :mod:`scanprobe.api`)."""
+    from scanprobe.api import record_gradients as _record
+
+    return _record(backend_name)
 
 
 def _document_fixes():

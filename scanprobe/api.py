@@ -16,6 +16,7 @@ optimized graph, so pass PyTensor's function arguments (the second form).
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import warnings
 
@@ -115,12 +116,64 @@ def _session(backend):
     return CaptureSession(path, backend)
 
 
-def fix(f=None, outputs=None, *, verify: bool = True, **function_kwargs) -> FixedFunction:
-    """The function ``f`` with scanprobe's fixes applied (see the module docstring)."""
+#: id(Scan node) -> loading.Pullback: scan gradients built inside ``record_gradients()``
+_PULLBACKS: dict = {}
+
+
+@contextlib.contextmanager
+def record_gradients(backend_name: str | None = None):
+    """Record the scan gradients built inside the ``with`` (``T.grad`` of a loss through a
+    scan), for ``fix(..., max_buffer=...)``'s checkpoints, which rebuild a gradient from what the
+    backend fed the scan's pullback::
+
+        with scanprobe.record_gradients():
+            grads = T.grad(loss, params)
+        train = scanprobe.fix([x, y], loss, updates=..., max_buffer="4MiB")
+    """
+    from scanprobe.backends import backend_in_use, get_backend
+    from scanprobe.errors import ScanprobeError
+    from scanprobe.loading import record_pullback
+
+    backend = get_backend(backend_name) if backend_name else backend_in_use()
+    if backend is None:
+        raise ScanprobeError("scanprobe.record_gradients: no backend is imported",
+                             hint="import theano, pytensor or aesara first, or name one: record_gradients('pytensor')")
+    if backend_name:
+        backend.load([])
+    backend.hook_pullbacks(lambda outs, grads, result: record_pullback(_PULLBACKS, outs, grads, result))
+    try:
+        yield
+    finally:
+        backend.remove_hooks()
+
+
+def _budget(max_buffer):
+    if max_buffer is None:
+        return None
+    from scanprobe.analysis.sizes import parse_bytes
+    from scanprobe.errors import ScanprobeError
+    from scanprobe.settings import Settings
+
+    try:
+        limit = max_buffer if isinstance(max_buffer, int) and max_buffer > 0 else parse_bytes(str(max_buffer))
+    except ValueError:
+        raise ScanprobeError(f"scanprobe.fix: bad max_buffer {max_buffer!r}: a size is a positive number of bytes",
+                             hint="write e.g. max_buffer='512MiB' or max_buffer=2**20") from None
+    return Settings(max_buffer=limit)
+
+
+def fix(f=None, outputs=None, *, verify: bool = True, max_buffer=None, example=(), **function_kwargs) -> FixedFunction:
+    """The function ``f`` with scanprobe's fixes applied (see the module docstring).
+
+    ``max_buffer`` (e.g. ``"4MiB"``): make every scan buffer fit, as ``scanprobe fix
+    --max-buffer`` does, at the sizes of ``example`` (values of the explicit inputs, e.g. one
+    batch); checkpointed history needs the gradient built inside ``record_gradients()``."""
     from scanprobe.backends import backend_of
     from scanprobe.errors import ScanprobeError
     from scanprobe.fixes.pipeline import call_from_function, fix_function
     from scanprobe.loading import Captured
+
+    settings = _budget(max_buffer)
 
     if f is not None and hasattr(f, "maker"):
         if outputs is not None or function_kwargs:
@@ -131,7 +184,7 @@ def fix(f=None, outputs=None, *, verify: bool = True, **function_kwargs) -> Fixe
         backend = backend_of(f)
         call, notes = call_from_function(backend, f, Captured)
         built = backend.built_from_function(f)
-        new, plan, more = fix_function(backend, _session(backend), call, built)
+        new, plan, more = fix_function(backend, _session(backend), call, built, settings, _PULLBACKS, example)
         return FixedFunction(f, new, plan, notes + more, verify)
     if outputs is None:
         raise ScanprobeError(
@@ -141,7 +194,7 @@ def fix(f=None, outputs=None, *, verify: bool = True, **function_kwargs) -> Fixe
     backend = backend_of(_first_variable(outputs))
     call = Captured(0, "user", (f, outputs), dict(function_kwargs), None, names=["function"])
     built = backend.build(call, None)
-    new, plan, notes = fix_function(backend, _session(backend), call, built)
+    new, plan, notes = fix_function(backend, _session(backend), call, built, settings, _PULLBACKS, example)
     return FixedFunction(
         None, new, plan, notes, verify,
         compile_original=lambda: backend.compile(f, outputs, **function_kwargs),

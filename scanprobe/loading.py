@@ -99,6 +99,13 @@ class Pullback:
     grads: list
 
 
+def record_pullback(pullbacks: dict, outs, output_grads, result) -> None:
+    """``pullbacks[id(Scan node)] = Pullback(...)`` for one scan gradient the backend built."""
+    node = outs[0].owner if outs else None
+    if node is not None:
+        pullbacks[id(node)] = Pullback(node, list(output_grads), list(result))
+
+
 class LazyFunction:
     """What the user's ``function(...)`` returns under scanprobe: links on first use."""
 
@@ -263,9 +270,7 @@ class CaptureSession:
     def record_pullback(self, outs, output_grads, result):
         """A scan's gradient taken while the module ran (the backend's grad machinery called its
         pullback): the cotangents it was fed and the input gradients it made, by Scan node."""
-        node = outs[0].owner if outs else None
-        if node is not None:
-            self.pullbacks[id(node)] = Pullback(node, list(output_grads), list(result))
+        record_pullback(self.pullbacks, outs, output_grads, result)
 
     def capture_grad(self, original, args, kwargs):
         """A user's ``grad(...)``: the Scan nodes it creates (the backward passes of their scans)

@@ -123,3 +123,39 @@ def test_check_names_fix_max_buffer(backend):
     res = scanprobe("check", path, "--max-buffer", "2kB", "--select", "SP010", cwd=path.parent)
     assert res.rc == 1, res
     assert "hint: `scanprobe fix SP007_running_tape.py --max-buffer 2kB` fits it" in res.out, res.out
+
+
+def test_api_fix_max_buffer_with_recorded_gradients(backend):
+    """``scanprobe.fix(..., max_buffer=, example=)`` checkpoints a gradient built inside
+    ``record_gradients()``; without the recording it says how to get it."""
+    import numpy as np
+
+    import scanprobe
+    from scanprobe.backends import get_backend
+
+    b = get_backend(backend)
+    b.load([])
+    th, T = b.api.module, b.api.T
+    rng = np.random.default_rng(5)
+    X, y = T.tensor3("X", dtype="float64"), T.vector("y", dtype="float64")
+    W = th.shared(rng.normal(size=(8, 5)) * 0.4, name="W")
+    w_out = th.shared(rng.normal(size=5), name="w_out")
+    hs = b.api.scan(lambda x_t, h: T.tanh(T.dot(T.concatenate([x_t, h], axis=1), W)), sequences=[X],
+                    outputs_info=[T.zeros((X.shape[1], 5), dtype="float64")])[0]
+    loss = T.mean((T.dot(hs[-1], w_out) - y) ** 2)
+    xs, ys = rng.normal(size=(40, 4, 3)), rng.normal(size=4)
+
+    def step(grads):
+        return [(p, p - 0.1 * g) for p, g in zip([W, w_out], grads)]
+
+    plain = scanprobe.fix([X, y], loss, updates=step(T.grad(loss, [W, w_out])), max_buffer="2kB", example=(xs, ys))
+    (ck,) = [r for r in plain.rewrites if r["rule"] == "SP010"]
+    assert not ck["form"] and "record_gradients" in ck["reason"], ck
+    with scanprobe.record_gradients():
+        grads = T.grad(loss, [W, w_out])
+    start = [W.get_value(), w_out.get_value()]
+    f = scanprobe.fix([X, y], loss, updates=step(grads), max_buffer="2kB", example=(xs, ys))
+    assert "SP010 scan `scan_fn`: checkpointed form" in f.applied(), f.applied()
+    f(xs, ys)
+    assert f.verification["status"] == "verified", f.verification
+    assert not np.allclose(W.get_value(), start[0])  # the update ran once

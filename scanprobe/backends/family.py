@@ -206,18 +206,7 @@ class FamilyBackend(Backend):
             if obj is not None and getattr(obj, attr, None) is original_grad:
                 self._swap(obj, attr, grad)
 
-        # the gradient of each scan: what the backend's grad machinery fed it and made of it
-        # (a checkpointed gradient is rebuilt from them: fixes/checkpoint.py)
-        method = self.pullback_method()
-        original_pullback = getattr(api.Scan, method)
-
-        def pullback(op, inputs, outs, output_grads):
-            result = original_pullback(op, inputs, outs, output_grads)
-            session.record_pullback(outs, output_grads, result)
-            return result
-
-        pullback.__wrapped__ = original_pullback
-        self._swap(api.Scan, method, pullback)
+        self.hook_pullbacks(session.record_pullback)
 
         def function(*args, **kwargs):
             return session.capture_function(original_function, args, kwargs)
@@ -235,6 +224,21 @@ class FamilyBackend(Backend):
             self._swap(obj, attr, function)
         for obj, attr in self._scan_homes():
             self._swap(obj, attr, scan)
+
+    def hook_pullbacks(self, record) -> None:
+        """Until ``remove_hooks``: ``record(outputs, output_grads, input_grads)`` for every scan
+        gradient the backend's grad machinery builds: what it fed the scan's pullback and what that
+        made (a checkpointed gradient is rebuilt from them: fixes/checkpoint.py)."""
+        method = self.pullback_method()
+        original_pullback = getattr(self.api.Scan, method)
+
+        def pullback(op, inputs, outs, output_grads):
+            result = original_pullback(op, inputs, outs, output_grads)
+            record(outs, output_grads, result)
+            return result
+
+        pullback.__wrapped__ = original_pullback
+        self._swap(self.api.Scan, method, pullback)
 
     def pullback_method(self) -> str:
         """The Scan method the backend's ``grad`` calls for a scan's gradient: ``pullback``

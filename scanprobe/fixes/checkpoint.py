@@ -69,12 +69,16 @@ def checkpointed(backend, outputs, wanted) -> list[Rewrite]:
     pullbacks = wanted.pullbacks or {}
     rewrites = []
     for node, rec in wanted.nodes(backend, outputs):
-        pb = pullbacks.get(id(node))
-        if pb is None or rec is None or rec.is_gradient:
+        if rec is None or rec.is_gradient:
             continue  # a gradient scan's own buffers are SP007's and SP008's
         info = backend.scan_info(node.op)
         rw = Rewrite(RULE, info.name or "scan_fn", "", scan_node=node)
         rewrites.append(rw)
+        pb = pullbacks.get(id(node))
+        if pb is None:
+            rw.reason = ("its gradient was not seen being built: `scanprobe fix FILE --max-buffer SIZE` sees it, "
+                         "or build it inside `with scanprobe.record_gradients():` before scanprobe.fix")
+            continue
         try:
             a, finals_cot = _checked(backend, pb, info)
             k = _choose(rec, budget, rw)

@@ -252,13 +252,20 @@ def call_from_function(backend, fn, captured_cls):
     return captured_cls(0, "user", (inputs, outputs_), kwargs, None, names=["function"]), notes
 
 
-def fix_function(backend, session, call, built):
+def fix_function(backend, session, call, built, settings=None, pullbacks=None, example=()):
     """(fixed function, plan, notes) for the API: ``call`` analysed in ``built`` (its optimized
-    graph), every fix that applies, compiled in the call's own mode (plus save-mem for SP001)."""
+    graph), every fix that applies, compiled in the call's own mode (plus save-mem for SP001);
+    ``settings`` a budget (``max_buffer``), ``pullbacks`` the scans' recorded gradients,
+    ``example`` values of the explicit inputs (the sizes a budget is checked at)."""
+    import numpy as np
+
     knowledge = {i: (v.container.value, None, "shared value") for i, v in enumerate(built.fgraph.inputs)
                  if getattr(v, "container", None) is not None}
+    for i, value in enumerate(example):
+        value = np.asarray(value)
+        knowledge[i] = (value, tuple(value.shape), "example")
     target = analyse(backend, built, call, knowledge, session).target
-    fix_plan = plan(backend, call, target, findings_of(target), site_of(session))
+    fix_plan = plan(backend, call, target, findings_of(target, settings), site_of(session), settings, pullbacks)
     fixed_call = rewritten(backend, call, fix_plan.applied) if fix_plan.applied else call
     kwargs = dict(fixed_call.kwargs)
     mode = built.mode
