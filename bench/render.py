@@ -14,6 +14,11 @@ def mb(x):
     return "—" if x is None else f"{x / 1e6:,.1f} MB"
 
 
+def sz(x):
+    """kB under a megabyte, else MB."""
+    return "—" if x is None else (f"{x / 1e3:,.0f} kB" if x < 1e6 else f"{x / 1e6:,.1f} MB")
+
+
 def provenance(d):
     return f"`{d['command']}` on {d['machine']}, Python {d['python']}, {d['backend']} {d['backend_version']}, {d['date']}"
 
@@ -263,6 +268,44 @@ def table_sp007():
     return out + [""]
 
 
+def table_checkpoint():
+    rows = load("checkpoint")
+    if not rows:
+        return []
+    out = [
+        "### `fix --max-buffer`: LSTM and GRU training steps, checkpointed, beside a hand-written `scan_checkpoints`",
+        "",
+        "`python bench/bench_checkpoint.py` on bench/models/train_step.py (batch 16, float64, loss on the last state; LSTM 32",
+        "units, GRU 64). *free*: a budget the size of the forward history, met by the free fixes (SP007 tape, SP008 terms);",
+        "*tight*: twice the least one level of checkpoints meets plus two copies of the largest weight, met by checkpointing",
+        "the history (SP010, k ~ sqrt(n)). Original and fixed run side by side in one child (median of 3 calls); the anchor",
+        "(the same model written with the backend's `scan_checkpoints`, save_every_N = ceil(sqrt(n))) runs in its own child",
+        "(`scanprobe profile`). Peak: tracemalloc peak of one call (numpy's buffers included).",
+        "",
+        "| backend | cell | steps | budget | fixes | predicted scan buffers | peak: original / fixed (ratio) | time: original / fixed (ratio) | anchor peak / time | outputs equal |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for d in rows:
+        for r in d["rows"]:
+            for label in ("free", "tight"):
+                x = r[label]
+                b, a, p = x["before"], x["after"], x["predicted"]
+                anc = r["anchor"]["measured"]
+                fixes = ", ".join(x["forms"])
+                out.append(
+                    f"| {d['backend']} {d['backend_version']} | {r['cell']} | {r['steps']:,} | {label} {sz(x['budget'])} | "
+                    f"{fixes} | {sz(p['before'])} / {sz(p['after'])} | {sz(b['tracemalloc_peak'])} / "
+                    f"{sz(a['tracemalloc_peak'])} ({b['tracemalloc_peak'] / max(a['tracemalloc_peak'], 1):.1f}x lower) | "
+                    f"{b['wall_median_s'] * 1e3:,.0f} / {a['wall_median_s'] * 1e3:,.0f} ms "
+                    f"({a['wall_median_s'] / b['wall_median_s']:.2f}x) | {sz(anc['tracemalloc_peak'])} / "
+                    f"{anc['wall_median_s'] * 1e3:,.0f} ms | {x['outputs_equal']} (max diff {x['max_abs_diff']:.1g}) |"
+                )
+    out.append("")
+    for d in rows:
+        out.append(f"Command: {provenance(d)}.")
+    return out + [""]
+
+
 def table_pymc():
     rows = load("pymc")
     if not rows:
@@ -383,7 +426,7 @@ def main():
         "Ratios are measured side by side in the same run; absolute times drift on shared machines.",
         "",
     ]
-    lines += (table_answer() + table_scaling() + table_accuracy() + table_fixes() + table_sp006() + table_sp007() + table_inspect()
+    lines += (table_answer() + table_scaling() + table_accuracy() + table_fixes() + table_sp006() + table_sp007() + table_checkpoint() + table_inspect()
               + table_properties() + table_suite() + table_pymc())
     (HERE / "RESULTS.md").write_text("\n".join(lines))
 

@@ -1,5 +1,6 @@
 """Fix samples in pairs, as codemod tools keep theirs: ``tests/fix_samples/NAME.py`` is a program,
-``NAME.expected`` beside it what ``scanprobe fix NAME.py`` does to it (the rules fixed, each
+``NAME.expected`` beside it what ``scanprobe fix NAME.py`` does to it (with the options in
+``NAME.args`` where there is one) (the rules fixed, each
 rewrite's scan and form or the reason it was not applied, the code snippet shown, outputs equal,
 findings left). One test compares every pair; a new fix sample is two files and no test code.
 
@@ -46,7 +47,9 @@ def _what_fix_did(body) -> str:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_fix_sample_gives_its_expected_fix(backend, name):
-    res = scanprobe("fix", SAMPLES / f"{name}.py", "--runs", "1", "--format", "json")
+    args = SAMPLES / f"{name}.args"  # options of its own (a budget: --max-buffer 4kB)
+    extra = args.read_text().split() if args.exists() else []
+    res = scanprobe("fix", SAMPLES / f"{name}.py", "--runs", "1", "--format", "json", *extra)
     assert res.rc in (0, 1), res
     text = _what_fix_did(res.json())
     own = SAMPLES / f"{name}.{BACKEND}.expected"

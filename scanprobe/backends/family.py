@@ -16,6 +16,7 @@ from abc import abstractmethod
 
 from scanprobe import records as R
 from scanprobe.backends.base import Backend, Built, ScanInfo
+from scanprobe.backends.hooks import Hooks
 from scanprobe.errors import ScanprobeError
 
 _BUILD = threading.local()
@@ -146,7 +147,7 @@ class _CompileRecorder:
         return False
 
 
-class FamilyBackend(Backend):
+class FamilyBackend(Hooks, Backend):
     """Shared implementation for the Theano family."""
 
     #: Names of the save-mem rewrites in the backend's optdb (any one running is enough).
@@ -161,99 +162,6 @@ class FamilyBackend(Backend):
 
     def package_dir(self) -> str:
         return os.path.realpath(os.path.dirname(self.api.module.__file__))
-
-    # ------------------------------------------------------------------ hooks
-    @abstractmethod
-    def _function_homes(self):
-        """(object, attribute) pairs through which users reach ``function``."""
-
-    def _scan_homes(self):
-        """(object, attribute) pairs through which users reach ``scan``."""
-        return [(self.api.module, "scan")]
-
-    def _grad_homes(self):
-        """(object, attribute) pairs through which users reach ``grad``."""
-        lib = self.api.module
-        return [(lib, "grad"), (getattr(lib, "tensor", None), "grad"), (getattr(lib, "gradient", None), "grad")]
-
-    def _shared_homes(self):
-        """(object, attribute) pairs through which users reach ``shared``."""
-        lib = self.api.module
-        return [(lib, "shared"), (getattr(lib, "compile", None), "shared")]
-
-    def install_hooks(self, session) -> None:
-        api = self.api
-        original_shared = getattr(api.module, "shared", None)
-        if original_shared is not None:
-            def shared(*args, **kwargs):
-                return session.capture_shared(original_shared, args, kwargs)
-
-            shared.__doc__ = original_shared.__doc__
-            shared.__wrapped__ = original_shared
-            for obj, attr in self._shared_homes():
-                if obj is not None and getattr(obj, attr, None) is original_shared:
-                    self._swap(obj, attr, shared)
-        original_function = api.function
-        original_scan = api.scan
-        original_grad = api.grad
-
-        def grad(*args, **kwargs):
-            return session.capture_grad(original_grad, args, kwargs)
-
-        grad.__doc__ = original_grad.__doc__
-        grad.__wrapped__ = original_grad
-        for obj, attr in self._grad_homes():
-            if obj is not None and getattr(obj, attr, None) is original_grad:
-                self._swap(obj, attr, grad)
-
-        self.hook_pullbacks(session.record_pullback)
-
-        def function(*args, **kwargs):
-            return session.capture_function(original_function, args, kwargs)
-
-        function.__doc__ = original_function.__doc__
-        function.__wrapped__ = original_function
-
-        def scan(*args, **kwargs):
-            return session.capture_scan(original_scan, args, kwargs)
-
-        scan.__doc__ = original_scan.__doc__
-        scan.__wrapped__ = original_scan
-
-        for obj, attr in self._function_homes():
-            self._swap(obj, attr, function)
-        for obj, attr in self._scan_homes():
-            self._swap(obj, attr, scan)
-
-    def hook_pullbacks(self, record) -> None:
-        """Until ``remove_hooks``: ``record(outputs, output_grads, input_grads)`` for every scan
-        gradient the backend's grad machinery builds: what it fed the scan's pullback and what that
-        made (a checkpointed gradient is rebuilt from them: fixes/checkpoint.py)."""
-        method = self.pullback_method()
-        original_pullback = getattr(self.api.Scan, method)
-
-        def pullback(op, inputs, outs, output_grads):
-            result = original_pullback(op, inputs, outs, output_grads)
-            record(outs, output_grads, result)
-            return result
-
-        pullback.__wrapped__ = original_pullback
-        self._swap(self.api.Scan, method, pullback)
-
-    def pullback_method(self) -> str:
-        """The Scan method the backend's ``grad`` calls for a scan's gradient: ``pullback``
-        (PyTensor >= 3) or ``L_op``."""
-        return "pullback" if "pullback" in vars(self.api.Scan) else "L_op"
-
-    def _swap(self, obj, attr, new):
-        if obj is not None and hasattr(obj, attr):
-            self._saved.append((obj, attr, getattr(obj, attr)))
-            setattr(obj, attr, new)
-
-    def remove_hooks(self) -> None:
-        while self._saved:
-            obj, attr, old = self._saved.pop()
-            setattr(obj, attr, old)
 
     # ------------------------------------------------------------------ build
     def resolve_mode(self, mode):

@@ -191,10 +191,8 @@ def _rebuild(backend, pb, info, k, rw, outputs, a, finals_cot):
     rw.form = "checkpointed"
     rw.detail.insert(0, f"`{info.name}` checkpointed every {k} steps: the backward pass recomputes one "
                         "segment at a time")
-    home = "theano" if backend.module_name == "theano" else f"{backend.module_name}.scan.checkpoints"
-    rw.snippet = (f"from {home} import scan_checkpoints  # by hand: the loop keeps only the checkpoints\n"
-                  f"outs, updates = scan_checkpoints(step, sequences=..., outputs_info=..., non_sequences=..., "
-                  f"save_every_N={k})  # read outs[-1] as before")
+    rw.snippet = (f"outs, updates = scan_checkpoints(step, sequences=..., outputs_info=..., non_sequences=..., "
+                  f"save_every_N={k})  # by hand, the backend's own: it returns the checkpoints; read outs[-1] as before")
 
 
 def fixed_mode(backend, mode):

@@ -28,7 +28,7 @@ from scanprobe.rules import RULES, counted
 from scanprobe.walk.walker import analyse
 
 #: the budget rules: their findings stay findings on any scan of the fixed graph
-BUDGET_RULES = ("SP010", "SP011")
+BUDGET_RULES = tuple(r.code for r in RULES if r.budget)
 
 
 def compiled_variables(call):

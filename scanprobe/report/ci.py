@@ -23,13 +23,20 @@ def _location(rep, f):
     return os.path.relpath(rep.file), 1
 
 
+def _is_budget(code) -> bool:
+    from scanprobe.rules import by_code
+
+    rule = by_code(code)
+    return bool(rule is not None and rule.budget)
+
+
 def render_text(result, out, color=None):
     settings = result.settings
     hinted = set()
     for rep, f in result.rows():
         path, line = _location(rep, f)
         out.write(f"{path}:{line}: {f.code} [{f.target}] {f.message}\n")
-        if f.code == "SP010" and f.fix and rep.file not in hinted:  # once per file: the budget's fix
+        if f.fix and rep.file not in hinted and _is_budget(f.code):  # once per file: the budget's fix
             hinted.add(rep.file)
             out.write(f"  hint: {f.fix[0].replace('FILE', os.path.relpath(rep.file))}\n")
     for e in result.errors:

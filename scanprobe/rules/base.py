@@ -69,6 +69,9 @@ class Rule(ABC):
     #: help of ``fix``, ``scanprobe rules``, the API's docstring and the README's list come from it)
     fixer: str = ""
     fix_does: str = ""
+    #: a budget rule (SP010, SP011): it fires only with a budget, and under a budget
+    #: (``fix --max-buffer``) its findings are the fix's goal on every scan of the fixed graph
+    budget: bool = False
 
     @abstractmethod
     def check(self, target, verdicts, settings=None) -> list[Finding]:

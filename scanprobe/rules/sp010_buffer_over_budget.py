@@ -41,6 +41,7 @@ class BufferOverBudget(Rule):
     name = "buffer-over-budget"
     summary = "a scan buffer is larger than --max-buffer"
     doc = __doc__
+    budget = True
     fix_moves = "memory"
     fixer = "checkpoint"
     fix_does = ("checkpointed history (with --max-buffer): a forward scan whose history a gradient reads kept "

@@ -34,6 +34,7 @@ class PeakOverBudget(Rule):
     name = "peak-over-budget"
     summary = "a function's scan buffers together exceed --max-peak"
     doc = __doc__
+    budget = True
 
     def check(self, target, verdicts, settings=None):
         limit = getattr(settings, "max_peak", None)
