@@ -159,3 +159,34 @@ def test_api_fix_max_buffer_with_recorded_gradients(backend):
     f(xs, ys)
     assert f.verification["status"] == "verified", f.verification
     assert not np.allclose(W.get_value(), start[0])  # the update ran once
+
+
+NESTED = '''
+import numpy as np
+from _backend import T, th
+
+W = th.shared(np.full((3, 3), 0.1), name="W")
+X = T.tensor3("X", dtype="float64")
+
+
+def step(x_t, h):
+    inner = th.scan(lambda v: T.tanh(T.dot(v, W)), sequences=[x_t])[0]  # a scan in the step
+    return T.tanh(h + inner.sum(0))
+
+
+hs = th.scan(step, sequences=[X], outputs_info=[T.zeros((3,), dtype="float64")])[0]
+loss = hs[-1].sum()
+train = th.function([X], loss, updates=[(W, W - 0.1 * T.grad(loss, W))])
+SCANPROBE_INPUTS = {"X": np.ones((50, 4, 3))}
+'''
+
+
+def test_nested_scans_are_left_alone(backend, tmp_path, monkeypatch):
+    import shutil
+
+    shutil.copy(SAMPLES / "_backend.py", tmp_path / "_backend.py")
+    (tmp_path / "nested.py").write_text(NESTED)
+    monkeypatch.chdir(tmp_path)
+    _, _, fix_plan = _plan(tmp_path / "nested.py", 300)
+    (ck,) = [r for r in fix_plan.rewrites if r.rule == "SP010"]
+    assert not ck.form and "nested scans are left as they are" in ck.reason, fix_plan.notes()

@@ -25,10 +25,11 @@ The backend's ``more_mem`` rewrites are excluded from the fixed mode (as SP008's
 recomputed segments' weight gradients accumulate in the loop instead of one term per segment.
 
 Not applied (the reason is reported): while loops, ``truncate_gradient``, states with several
-taps, scans with shared-variable updates, per-step outputs or states the loss reads at other rows
-(a loss on every step needs the history for its own value), a gradient not recorded (the API's
-``scanprobe.fix(f)`` gets a function whose gradient was taken before scanprobe saw it), and budgets
-below about sqrt(n) + 1 rows of a state (a second level of checkpoints would be needed).
+taps, steps that run a scan of their own (nested scans are left alone), scans with
+shared-variable updates, per-step outputs or states the loss reads at other rows (a loss on every
+step needs the history for its own value), a gradient not recorded (``scanprobe.fix(f)`` without
+``record_gradients()``), and budgets below about sqrt(n) + 1 rows of a state (a second level of
+checkpoints would be needed).
 """
 
 from __future__ import annotations
@@ -127,6 +128,8 @@ def _checked(backend, pb, info):
             raise NotApplicable(f"the scan has {role.replace('_', '-')} state: only one-tap states are checkpointed")
     if any(list(t) != [-1] for t in info.taps.get("sit_sot", [])):
         raise NotApplicable("a state read at other taps than the previous step")
+    if any(isinstance(nd.op, backend.api.Scan) for nd in toposort(list(a.inner_out_sit_sot))):
+        raise NotApplicable("its step runs a scan of its own: nested scans are left as they are")
     position = {id(o): i for i, o in enumerate(node.outputs)}
     for out in a.outer_out_nit_sot:
         if _connected(pb.cotangents[position[id(out)]]):
