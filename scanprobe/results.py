@@ -356,11 +356,15 @@ class FixSide:
     measured: Measurement | None = None
     #: after only: findings of the fixed rules still present in the fixed graph's analysis
     remaining: dict = field(default_factory=dict)
+    #: after only, under a budget (fix --max-buffer): the buffers of the fixed graph still over it
+    over_budget: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         out = {"predicted_peak": self.predicted_peak, "measured": to_plain(self.measured)}
         if self.remaining or self.predicted_peak is not None:
             out["remaining"] = dict(self.remaining)
+        if self.over_budget:
+            out["over_budget"] = list(self.over_budget)
         return out
 
 

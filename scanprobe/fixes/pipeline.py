@@ -193,8 +193,10 @@ def fix_target(backend, session, live, fix_plan: Plan, values, runner, knowledge
     save(entry)
     runner.step(f"rewriting {target.name}")
     _, fixed, fixed_target = fixed_build(backend, session, call, built, fix_plan, knowledge_of, mode_override)
-    entry.after = FixSide(predicted_peak=fixed_target.scan_buffer_bytes(), remaining=remaining(fixed_target, fix_plan.rules, settings,
-                                                                   {s.name for s in target.scans}))
+    entry.after = FixSide(predicted_peak=fixed_target.scan_buffer_bytes(),
+                          remaining=remaining(fixed_target, fix_plan.rules, settings, {s.name for s in target.scans}),
+                          over_budget=[f.message for f in counted(findings_of(fixed_target, settings))
+                                       if f.code in BUDGET_RULES] if settings is not None else [])
     save(entry)
     runner.step(f"running {target.name} fixed")
     after_out, entry.after.measured = _run_from(state, backend.realize(fixed), values, runner)

@@ -37,6 +37,10 @@ def render(res, out, color=None) -> None:
                 con.print(f"  {rw.rule} scan `{escape(rw.scan)}`: {rw.form} form")
                 for d in rw.detail:
                     con.print(f"    {escape(d)}")
+            elif rw.reason:
+                con.print(f"  {rw.rule} scan `{escape(rw.scan)}`: not applied: {escape(rw.reason)}")
+        for msg in f.after.over_budget:
+            con.print(f"  [bold yellow]still over the budget after the fix:[/] {escape(msg)}")
         t = Table(show_edge=False, pad_edge=False)
         for col in ("", "before", "after", "ratio"):
             t.add_column(col, justify="right" if col else "left")
