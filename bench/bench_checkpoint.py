@@ -7,7 +7,8 @@ Model: bench/models/train_step.py (batch 16, float64; LSTM 32 units, GRU 64). Pe
   (the tape, SP007, and the per-step gradient terms, SP008);
 - `fix --max-buffer TIGHT`: TIGHT is twice the least one level of checkpoints can meet, plus two
   copies of the largest weight (its gradient accumulator): the history is checkpointed (SP010);
-- `profile` of the hand-written `scan_checkpoints` form (save_every_N = ceil(sqrt(steps))).
+- `profile` of the hand-written `scan_checkpoints` form (save_every_N: the divisor of the steps
+  nearest sqrt(steps), so that no padding is needed).
 
 `fix` runs the original and the fixed step in one child from the same state (predicted scan
 buffers, tracemalloc peak, RSS above the pre-call level, median of 3 calls), so each ratio is
@@ -65,8 +66,11 @@ def fix(cell, steps, budget):
 def anchor(cell, steps):
     d = _run(["profile", MODEL, "--runs", "3", "--no-node-profile"],
              {"BENCH_STEPS": str(steps), "BENCH_CELL": cell, "BENCH_FORM": "checkpoints"})
+    if not d["targets"]:  # Theano 1.0.5's scan_checkpoints fails on Python 3 (a float shape): said, not hidden
+        return {"error": (d.get("error") or {}).get("message", "no target")}
     (t,) = d["targets"]
-    return {"save_every_N": math.ceil(math.sqrt(steps)), "predicted": t["predicted_peak"],
+    every = min((d for d in range(1, steps + 1) if steps % d == 0), key=lambda d: abs(d - math.sqrt(steps)))
+    return {"save_every_N": every, "predicted": t["predicted_peak"],
             "measured": {k: t["measured"][k] for k in KEYS}}
 
 

@@ -279,7 +279,7 @@ def table_checkpoint():
         "units, GRU 64). *free*: a budget the size of the forward history, met by the free fixes (SP007 tape, SP008 terms);",
         "*tight*: twice the least one level of checkpoints meets plus two copies of the largest weight, met by checkpointing",
         "the history (SP010, k ~ sqrt(n)). Original and fixed run side by side in one child (median of 3 calls); the anchor",
-        "(the same model written with the backend's `scan_checkpoints`, save_every_N = ceil(sqrt(n))) runs in its own child",
+        "(the same model written with the backend's `scan_checkpoints`, save_every_N = N near sqrt(n), shown) runs in its own child",
         "(`scanprobe profile`). Peak: tracemalloc peak of one call (numpy's buffers included).",
         "",
         "| backend | cell | steps | budget | fixes | predicted scan buffers | peak: original / fixed (ratio) | time: original / fixed (ratio) | anchor peak / time | outputs equal |",
@@ -290,15 +290,17 @@ def table_checkpoint():
             for label in ("free", "tight"):
                 x = r[label]
                 b, a, p = x["before"], x["after"], x["predicted"]
-                anc = r["anchor"]["measured"]
+                anc = r["anchor"].get("measured")
                 fixes = ", ".join(x["forms"])
                 out.append(
                     f"| {d['backend']} {d['backend_version']} | {r['cell']} | {r['steps']:,} | {label} {sz(x['budget'])} | "
                     f"{fixes} | {sz(p['before'])} / {sz(p['after'])} | {sz(b['tracemalloc_peak'])} / "
                     f"{sz(a['tracemalloc_peak'])} ({b['tracemalloc_peak'] / max(a['tracemalloc_peak'], 1):.1f}x lower) | "
                     f"{b['wall_median_s'] * 1e3:,.0f} / {a['wall_median_s'] * 1e3:,.0f} ms "
-                    f"({a['wall_median_s'] / b['wall_median_s']:.2f}x) | {sz(anc['tracemalloc_peak'])} / "
-                    f"{anc['wall_median_s'] * 1e3:,.0f} ms | {x['outputs_equal']} (max diff {x['max_abs_diff']:.1g}) |"
+                    f"({a['wall_median_s'] / b['wall_median_s']:.2f}x) | "
+                    + (f"{sz(anc['tracemalloc_peak'])} / {anc['wall_median_s'] * 1e3:,.0f} ms (N={r['anchor']['save_every_N']})" if anc else
+                       f"fails: {r['anchor'].get('error', '')[:80]}")
+                    + f" | {x['outputs_equal']} (max diff {x['max_abs_diff']:.1g}) |"
                 )
     out.append("")
     for d in rows:

@@ -3,7 +3,8 @@ state) over BENCH_STEPS steps, batch 16, float64, written one of two ways (BENCH
 
 - ``scan``: as users write it (``scan`` over the steps, ``grad`` of the loss);
 - ``checkpoints``: the same step under the backend's own ``scan_checkpoints`` with
-  ``save_every_N`` = ceil(sqrt(steps)), written by hand: the anchor for ``fix --max-buffer``.
+  ``save_every_N`` the divisor of the steps nearest sqrt(steps) (no padding), written by hand:
+  the anchor for ``fix --max-buffer``.
 
 BENCH_CELL chooses lstm (32 units, 8 inputs) or gru (64 units, 8 inputs).
 """
@@ -61,8 +62,11 @@ if FORM == "checkpoints":
         from theano import scan_checkpoints
     else:
         scan_checkpoints = __import__(f"{th.__name__}.scan.checkpoints", fromlist=["x"]).scan_checkpoints
+    # save_every_N: the divisor of the steps nearest sqrt(steps), so that no padding is needed
+    # (Theano 1.0.5's padding fails on a 3-d sequence)
+    EVERY = min((d for d in range(1, STEPS + 1) if STEPS % d == 0), key=lambda d: abs(d - math.sqrt(STEPS)))
     out = scan_checkpoints(step, sequences=[x], outputs_info=init, non_sequences=[W, U, b],
-                           save_every_N=math.ceil(math.sqrt(STEPS)))[0]
+                           save_every_N=EVERY, padding=False)[0]
 else:
     out = th.scan(step, sequences=[x], outputs_info=init, non_sequences=[W, U, b])[0]
 h = out[0] if isinstance(out, (list, tuple)) else out
