@@ -104,3 +104,18 @@ def test_functions_the_module_has_pymc_compile_are_its_own_targets(backend):
     assert own["site"]["line"] == _line(path, "logp_fn = m.compile_logp()")
     assert [(i["label"], i["source"]) for i in own["inputs"]] == [("d", "initial point of m")]
     assert [b["bytes"] for b in buffers(rep, "logp_fn")] == [(50 + 1) * 8]
+
+
+def test_kalman_filter_tapes_are_zero_fed_and_fixed(backend):
+    """A Kalman filter's logp gradient (issue 26): the tapes of the filtered mean and variance are
+    fed zeros (the loss reads only the per-step log-likelihoods); the fix makes them running
+    states, verified by rerunning."""
+    path = FIXTURES / "pymc_kalman.py"
+    rep = scanprobe("inspect", f"{path}:model.logp_dlogp", "--format", "json").json()
+    tapes = findings(rep, "SP007")
+    assert sorted(f["message"].split("`")[1] for f in tapes) == ["P", "m"], tapes
+    assert all(f["bytes"] == 301 * 8 for f in tapes)
+    res = scanprobe("fix", f"{path}:model.logp_dlogp", "--runs", "1", "--format", "json")
+    (f,) = res.json()["fixes"]
+    assert f["status"] == "verified" and f["after"]["remaining"]["SP007"] == 0, f
+    assert "running tape" in [r["form"] for r in f["rewrites"] if r["rule"] == "SP007"]
