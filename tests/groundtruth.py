@@ -130,6 +130,24 @@ def evaluated(backend, fn, values):
             for (n, r, i), a in zip(meta, arrays)]
 
 
+def run_recorded(backend, built, target, values, state, outputs):
+    """(outputs, buffer records, hooked) of one call of a built (fixed) function: with the Scan
+    thunks hooked where the linker has thunks (nested scans recorded too), else the top-level
+    buffers its own linker computes (``evaluated``); shared state restored after."""
+    linker = target.mode.linker.lower()
+    if any(k in linker for k in ("vm", "py", "stack", "loop", "cvm")):
+        with hooked(backend) as records:  # linked with the hooks in place
+            out = outputs(backend.realize(built), values)
+        state.restore()
+        return out, list(records), True
+    fn = backend.realize(built)  # a linker without thunks (numba)
+    out = outputs(fn, values)
+    state.restore()
+    real = evaluated(backend, fn, values)
+    state.restore()
+    return out, real, False
+
+
 def predicted(report_target) -> list:
     """The same records from a scanprobe ``records.Target`` (None shapes where symbolic)."""
     by_id = {s.id: s for s in report_target.scans}

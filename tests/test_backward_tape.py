@@ -9,7 +9,7 @@ sample, in FAST_COMPILE and the backend's default mode.
 
 import numpy as np
 import pytest
-from groundtruth import compare, evaluated, hooked, predicted
+from groundtruth import compare, predicted, run_recorded
 
 from conftest import ROOT
 
@@ -41,17 +41,7 @@ def test_running_tapes_are_what_runs(backend, name, mode, monkeypatch):
     state = SharedState(live.built.fgraph)
     before = outputs(live.session.realize(live.captured), values)  # the loss and the updated parameters
     state.restore()
-    linker = target.mode.linker.lower()
-    if any(k in linker for k in ("vm", "py", "stack", "loop", "cvm")):
-        with hooked(b) as records:  # linked with the hooks in place
-            after = outputs(b.realize(fixed), values)
-        real = list(records)
-    else:  # a linker without thunks (numba): the buffers its own linker computes
-        fn = b.realize(fixed)
-        after = outputs(fn, values)
-        state.restore()
-        real = evaluated(b, fn, values)
-    state.restore()
+    after, real, _ = run_recorded(b, fixed, target, values, state, outputs)
     assert compare_outputs(before, after)["outputs_equal"]
     pred = predicted(target)
     problems = compare(pred, real)

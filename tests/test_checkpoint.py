@@ -8,7 +8,7 @@ checkpoints are refused with the reason.
 """
 
 import pytest
-from groundtruth import compare, evaluated, hooked, predicted
+from groundtruth import compare, predicted, run_recorded
 
 from conftest import ROOT, SAMPLES, scanprobe
 
@@ -64,18 +64,8 @@ def test_checkpointed_history_is_what_runs_and_fits(backend, name, mode, monkeyp
     state = SharedState(live.built.fgraph)
     before = outputs(live.session.realize(live.captured), values)  # the loss and the updated parameters
     state.restore()
-    linker = target.mode.linker.lower()
-    if any(k in linker for k in ("vm", "py", "stack", "loop", "cvm")):
-        with hooked(b) as records:
-            after = outputs(b.realize(fixed), values)
-        real = list(records)
-        assert any(r["nested"] for r in real), "the segments' buffers were not recorded"
-    else:  # a linker without thunks (numba): the buffers its own linker computes
-        fn = b.realize(fixed)
-        after = outputs(fn, values)
-        state.restore()
-        real = evaluated(b, fn, values)
-    state.restore()
+    after, real, thunks = run_recorded(b, fixed, target, values, state, outputs)
+    assert not thunks or any(r["nested"] for r in real), "the segments' buffers were not recorded"
     assert compare_outputs(before, after)["outputs_equal"]
     problems = compare(predicted(target), real)
     assert not problems, "\n".join(problems)
