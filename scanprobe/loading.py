@@ -277,19 +277,30 @@ class CaptureSession:
         get the user's line in their trace when the backend's own trace does not reach it (deep
         gradient recursion outruns the backend's traceback limit). Rewrites copy traces, so the
         optimized graph's gradient scans keep that line."""
+        from scanprobe.backends.graphs import ancestors
+
         caller = self._caller(3)
+        user = self.is_user_file(caller.f_code.co_filename)
+        given = [v for v in flatten([list(args), list(kwargs.values())]) if self.backend.is_variable(v)] if user else []
+        before = {id(v.owner) for v in ancestors(given) if v.owner is not None and self.backend.is_scan(v.owner)}
         result = original(*args, **kwargs)
-        if self.is_user_file(caller.f_code.co_filename):
+        if user:
             site = self._frame_site(caller)
             entry = [(site.file, site.line, site.function, site.code)]
-            from scanprobe.backends.graphs import ancestors
+
+            def at_call(o):
+                found = self.user_site_from_trace(o)
+                return found is not None and (found.file, found.line) == (site.file, site.line)
 
             outs = [v for v in flatten(result) if self.backend.is_variable(v)]
             for var in ancestors(outs):
                 node = var.owner
-                if node is None or not self.backend.is_scan(node) or var is not node.outputs[0]:
+                if node is None or not self.backend.is_scan(node) or id(node) in before:
                     continue
-                if not any(self.user_site_from_trace(o) for o in node.outputs):
+                before.add(id(node))  # once per node (not every output of it is read)
+                # a scan this call built: its line is the grad call's (some outputs' traces are
+                # copied from the forward scan's, and the backend's own may stop short of the call)
+                if not any(at_call(o) for o in node.outputs):
                     for o in node.outputs:
                         o.tag.trace = [list(entry)]
         return result

@@ -16,7 +16,7 @@ from abc import abstractmethod
 
 from scanprobe import records as R
 from scanprobe.backends.base import Backend, Built, ScanInfo
-from scanprobe.backends.hooks import Hooks
+from scanprobe.backends.hooks import Hooks, TraceLimit
 from scanprobe.errors import ScanprobeError
 
 _BUILD = threading.local()
@@ -57,36 +57,6 @@ def _lean(mode):
         return mode.excluding(*_INNER_EXCLUDE)
     except Exception:  # noqa: BLE001
         return mode
-
-
-class _TraceLimit:
-    """Sets the backend's traceback limit to 0 for the duration of a ``with`` block."""
-
-    def __init__(self, config):
-        self.config = config
-        self.saved = None
-
-    def __enter__(self):
-        cfg = self.config
-        try:
-            if hasattr(cfg, "traceback__limit"):  # PyTensor, Aesara
-                self.saved = ("traceback__limit", cfg.traceback__limit)
-                cfg.traceback__limit = 0
-            else:  # Theano: config.traceback.limit
-                self.saved = ("limit", cfg.traceback.limit)
-                cfg.traceback.limit = 0
-        except Exception:  # noqa: BLE001 - a config without the flag: nothing to do
-            self.saved = None
-        return self
-
-    def __exit__(self, *exc):
-        if self.saved is not None:
-            name, value = self.saved
-            if name == "traceback__limit":
-                self.config.traceback__limit = value
-            else:
-                self.config.traceback.limit = value
-        return False
 
 
 class _Profiling:
@@ -260,7 +230,7 @@ class FamilyBackend(Hooks, Backend):
         shape inference over a large inner graph) makes that walk quadratic. scanprobe reads sites
         from its own captures, never from these traces, so its own graph work runs without them.
         """
-        return _TraceLimit(self.api.config)
+        return TraceLimit(self.api.config)
 
     # ------------------------------------------------------------------ mode facts
     def mode_info(self, built) -> R.ModeInfo:

@@ -82,8 +82,13 @@ class Hooks:
         method = self.pullback_method()
         original_pullback = getattr(self.api.Scan, method)
 
+        config = self.api.config
+
         def pullback(op, inputs, outs, output_grads):
-            result = original_pullback(op, inputs, outs, output_grads)
+            # this wrapper is one frame more on the stack: the backend's traces of what the
+            # pullback builds keep as many frames as without it (the user's line stays in reach)
+            with _one_more_frame(config):
+                result = original_pullback(op, inputs, outs, output_grads)
             record(outs, output_grads, result)
             return result
 
@@ -105,3 +110,37 @@ class Hooks:
             obj, attr, old = self._saved.pop()
             setattr(obj, attr, old)
 
+
+
+
+class TraceLimit:
+    """The backend's traceback limit set to ``new(old)`` for the duration of a ``with`` block
+    (0 by default; left as it is where ``new`` gives None)."""
+
+    def __init__(self, config, new=lambda old: 0):
+        self.config, self.new, self.saved = config, new, None
+
+    def __enter__(self):
+        cfg = self.config
+        try:
+            name = "traceback__limit" if hasattr(cfg, "traceback__limit") else "limit"  # PyTensor, Aesara / Theano
+            holder = cfg if name == "traceback__limit" else cfg.traceback
+            old = getattr(holder, name)
+            value = self.new(old)
+            if value is not None:
+                self.saved = (holder, name, old)
+                setattr(holder, name, value)
+        except Exception:  # noqa: BLE001 - a config without the flag: nothing to do
+            self.saved = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.saved is not None:
+            holder, name, old = self.saved
+            setattr(holder, name, old)
+        return False
+
+
+def _one_more_frame(config):
+    """The traceback limit one frame longer (where it is a positive limit)."""
+    return TraceLimit(config, lambda old: old + 1 if old > 0 else None)
