@@ -156,7 +156,9 @@ class _Main(click.Group):
         from scanprobe.report import render_error
 
         argv = list(sys.argv[1:] if args is None else args)
-        restore = _guard_exits(permanent=args is None)
+        from scanprobe.runners.exits import guard_exits
+
+        restore = guard_exits(permanent=args is None)
         try:
             rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.UsageError as exc:
@@ -171,30 +173,6 @@ class _Main(click.Group):
         finally:
             restore()
         sys.exit(rv if isinstance(rv, int) else 0)
-
-
-class _ExitRefused(BaseException):
-    """os._exit called from user code outside its import (a thread, an atexit handler)."""
-
-
-def _refuse_exit(code=0):
-    raise _ExitRefused(code)
-
-
-def _guard_exits(permanent: bool):
-    """Only scanprobe decides its exit code: ``os._exit`` (and ``posix._exit``) from user code (a
-    thread it started, an atexit handler it registered) raises in that thread instead of ending
-    the process. In a scanprobe process this holds to the end (atexit handlers run at shutdown);
-    in a caller's process (tests) it is undone after the command. Returns the undo."""
-    import posix
-
-    saved = (os._exit, posix._exit)
-    os._exit = posix._exit = _refuse_exit
-
-    def restore():
-        if not permanent:
-            os._exit, posix._exit = saved
-    return restore
 
 
 def _format_in(argv) -> str:
@@ -348,6 +326,8 @@ def check_cmd(files, max_buffer, max_peak, select, ignore, backend, mode, inputs
     result = _run(work, fmt)
     for e in result.errors:
         click.echo(f"error: {e.file}: {e.message}", err=True)
+        if e.hint:
+            click.echo(f"hint: {e.hint}", err=True)
     _finish("check", result, fmt, None, result.summary.exit_code)
 
 

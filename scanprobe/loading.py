@@ -24,6 +24,7 @@ from scanprobe.bindings import bindings, flatten, wrapped
 from scanprobe.errors import ScanprobeError, Timeout, UserCodeError
 from scanprobe.records import Site
 from scanprobe.scancalls import ScanCall
+from scanprobe.runners.exits import REAL_EXIT
 
 _ARRAY_LIKE_MSG = "Expected an array-like object, but found a Variable"
 _THIS_FILE = os.path.realpath(__file__)
@@ -555,7 +556,7 @@ def user_output_to_stderr():
             yield
     finally:
         if os.getpid() != pid:  # a fork of the user's: it must not go on as a second scanprobe
-            _REAL_EXIT(0)
+            REAL_EXIT(0)
         try:
             if sys.__stdout__ is not None:
                 sys.__stdout__.flush()  # the user's buffered writes, still to stderr
@@ -564,10 +565,6 @@ def user_output_to_stderr():
         if saved is not None:
             os.dup2(saved, 1)
             os.close(saved)
-
-
-#: os._exit as it was when scanprobe started (the user's module runs with it patched)
-_REAL_EXIT = os._exit
 
 
 def _exit_raises(code=0):

@@ -274,23 +274,30 @@ class GraphPicture:
     edges: list[tuple[str, str]] = field(default_factory=list)
     #: scan node id -> (scan record id, label)
     clusters: dict = field(default_factory=dict)
-    #: node id -> (buffer belongs_to, bytes, verdict) for nodes that create a scan buffer
+    #: node id -> [(buffer belongs_to, bytes, verdict, shape, dtype), ...]: every scan buffer of the
+    #: target, on the node that creates it (an Alloc), else on its scan's node (a per-step
+    #: output's buffer, which the scan allocates itself)
     buffers: dict = field(default_factory=dict)
+
+    def buffer_count(self) -> int:
+        return sum(len(v) for v in self.buffers.values())
 
 
 #: ``field(metadata=INTERNAL)``: a field kept in process only, never in the plain (JSON) form
 INTERNAL = {"plain": False}
 
 
-def to_plain(obj: Any) -> Any:
+def to_plain(obj: Any, internal: bool = False) -> Any:
     """Dataclasses to dicts, recursively (for the JSON reporter and golden files); enums as their
-    values; fields marked ``INTERNAL`` left out."""
+    values; fields marked ``INTERNAL`` left out, unless ``internal`` (the messages between
+    scanprobe and its child process, read back whole by ``results.from_plain``)."""
     if hasattr(obj, "__dataclass_fields__"):
-        return {f.name: to_plain(getattr(obj, f.name)) for f in fields(obj) if f.metadata.get("plain", True)}
+        return {f.name: to_plain(getattr(obj, f.name), internal) for f in fields(obj)
+                if internal or f.metadata.get("plain", True)}
     if isinstance(obj, Enum):
         return obj.value
     if isinstance(obj, (list, tuple)):
-        return [to_plain(v) for v in obj]
+        return [to_plain(v, internal) for v in obj]
     if isinstance(obj, dict):
-        return {k: to_plain(v) for k, v in obj.items()}
+        return {k: to_plain(v, internal) for k, v in obj.items()}
     return obj

@@ -10,11 +10,13 @@ Summaries are computed here, once, and every reporter reads them.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import typing
 from dataclasses import dataclass, field
 from typing import Any
 
+from scanprobe.analysis.history import BufferVerdict
 from scanprobe.contracts import FIX_SCHEMA, PROFILE_SCHEMA, REPORT_SCHEMA, __version__
 from scanprobe.records import INTERNAL, GraphPicture, Target, to_plain
 from scanprobe.rules import by_code, counted
@@ -51,8 +53,14 @@ def _coerce(hint, value):
         return _coerce(inner[0], value) if len(inner) == 1 else value
     if origin is list and args:
         return [_coerce(args[0], v) for v in value]
+    if origin is tuple:
+        return tuple(value)
+    if origin is dict and len(args) == 2 and isinstance(value, dict):
+        return {k: _coerce(args[1], v) for k, v in value.items()}
     if dataclasses.is_dataclass(hint) and isinstance(value, dict):
         return from_plain(hint, value)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return hint(value)
     return value
 
 
@@ -98,8 +106,8 @@ class Report:
     backend_why: str = ""
     notes: list[str] = field(default_factory=list)
     targets: list[Target] = field(default_factory=list)
-    #: per target name: list of analysis.history.BufferVerdict
-    verdicts: dict = field(default_factory=dict)
+    #: per target name: its buffers' verdicts
+    verdicts: dict[str, list[BufferVerdict]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     #: per target name: the optimized graph as records (only when a picture was asked for)

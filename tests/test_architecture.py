@@ -11,7 +11,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "scanprobe"
 
 LAYERS = [
-    ("contracts", "errors", "records", "analysis.sizes", "analysis"),
+    ("contracts", "errors", "records", "analysis.sizes", "analysis", "runners.exits"),
     ("backends",),
     ("walk", "analysis.history"),
     ("rules",),

@@ -211,3 +211,58 @@ def test_user_code_cannot_end_scanprobe_with_its_exit_code(mode, code):
     sarif = json.loads(res.out)
     if code == 1:
         assert sarif["runs"][0]["results"], sarif
+
+
+def _alive(pid: int) -> bool:
+    """A process that still runs (a zombie waiting for its reaper does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.parametrize("escape", ["session", "daemon"])
+@pytest.mark.parametrize("command", ["inspect", "profile"])
+def test_nothing_the_module_starts_outlives_the_command(command, escape, tmp_path):
+    """Issue 29, item 7: a module that started `Popen(..., start_new_session=True)` left the
+    process running after `profile`, and `inspect` waited for it while it held the output pipe.
+    Every command runs the module in a child with its own session; at the end every process the
+    run started (in its group, below it in the tree, or carrying the run's mark when a double
+    fork reparented it) is killed. Were one left holding the pipe, this call would not return."""
+    import time
+
+    pidfile = tmp_path / "pids"
+    extra = ["--runs", "1", "--no-node-profile"] if command == "profile" else []
+    res = scanprobe(command, FIXTURES / "escapes_at_import.py", *extra,
+                    env={"ESCAPE_MODE": escape, "PIDFILE": pidfile}, isolated=True)
+    assert res.rc in (0, 1), res
+    pids = [int(p) for p in pidfile.read_text().split()]
+    assert pids, "the module started nothing"
+    deadline = time.time() + 60  # a kill already sent: only the kernel's bookkeeping is waited for
+    while time.time() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.2)
+    assert not [p for p in pids if _alive(p)], "a process the module started is still running"
+
+
+@pytest.mark.parametrize("escape", ["c_loop", "no_alarm"])
+@pytest.mark.parametrize("command", ["inspect", "check", "graph"])
+def test_a_module_that_cannot_be_interrupted_stops_at_the_timeout(command, escape, tmp_path):
+    """Issue 29, item 9: a long C-level call at import, or a module ignoring SIGALRM, kept
+    `inspect --timeout 5` running for minutes: the timeout was a signal in the process running
+    the module. The parent now holds the child to --timeout and kills it; `check` fails closed."""
+    extra = ["-o", tmp_path / "g.svg"] if command == "graph" else []
+    res = scanprobe(command, FIXTURES / "escapes_at_import.py", *extra, "--timeout", "5",
+                    env={"ESCAPE_MODE": escape, "PIDFILE": tmp_path / "pids"}, isolated=True)
+    assert res.rc == 2, res
+    assert "still running after --timeout 5 s" in res.err and "escapes_at_import.py" in res.err, res
+    assert not (tmp_path / "g.svg").exists()
+
+
+@pytest.mark.parametrize("command", ["inspect", "check"])
+def test_a_module_that_kills_its_process_is_an_error(command, tmp_path):
+    """The child ended with no report (here the module sent itself SIGKILL): exit 2, named, and
+    `check` fails closed (no SARIF that says "clean")."""
+    res = scanprobe(command, FIXTURES / "escapes_at_import.py", env={"ESCAPE_MODE": "kill_self"}, isolated=True)
+    assert res.rc == 2, res
+    assert "killed by signal 9" in res.err and "nothing was analysed" in res.err and "hint:" in res.err, res

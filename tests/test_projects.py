@@ -17,17 +17,21 @@ def _install_framework(tmp_path, monkeypatch):
     monkeypatch.delitem(sys.modules, "helperfw", raising=False)  # each test imports it afresh
     site = tmp_path / "site-packages"
     shutil.copytree(PROJECT / "helperfw_src" / "helperfw", site / "helperfw")
-    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.syspath_prepend(str(site))  # here (the library pipeline)
+    monkeypatch.setenv("PYTHONPATH", str(site))  # and in the child the commands run the module in
     return site
 
 
 def test_every_user_target_found_framework_helpers_hidden_nothing_linked(backend, tmp_path, monkeypatch):
     _install_framework(tmp_path, monkeypatch)
     from scanprobe.backends.family import FamilyBackend
+    from scanprobe.pipeline import analyse_module
 
     linked = []
     realize = FamilyBackend.realize
     monkeypatch.setattr(FamilyBackend, "realize", lambda self, built: linked.append(built) or realize(self, built))
+    analysed = analyse_module(str(PROJECT / "scripts" / "train.py"))  # the analysis inspect's child runs
+    assert len(analysed.report.targets) == 4
     res = scanprobe("inspect", PROJECT / "scripts" / "train.py", "--format", "json")
     assert res.rc in (0, 1), res
     rep = res.json()

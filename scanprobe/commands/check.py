@@ -8,28 +8,19 @@ from scanprobe.errors import NothingCompiled, ScanprobeError
 
 
 def run_check(files, settings, inputs=(), progress=None):
-    """Inspect each file with the settings; returns a ``results.CheckResult``."""
-    from scanprobe.backends import resolve
-    from scanprobe.pipeline import analyse_module
+    """Inspect each file with the settings, each in a child process; returns a ``results.CheckResult``."""
+    from scanprobe.commands.inspect import run_inspect
     from scanprobe.results import CheckResult, FileError
 
     result = CheckResult(settings=settings)
-    loaded_backend = None
     for f in files:
         path = Path(f)
         try:
             if progress:
                 progress.step(f"checking {path.name}")
-            backend, _ = resolve(settings.backend, path) if path.exists() else (None, "")
-            if backend is not None:
-                if loaded_backend and backend.name != loaded_backend:
-                    raise ScanprobeError(
-                        f"{path.name} needs {backend.name}, and this run already loaded {loaded_backend}",
-                        hint="run scanprobe check once per backend (--backend), each in its own environment",
-                    )
-                loaded_backend = backend.name
-            rep = analyse_module(str(path), settings.backend, settings.mode, tuple(inputs), settings=settings,
-                                 timeout=getattr(settings, "timeout", None)).report
+            # each file in its own supervised child: one that fails, hangs or exits fails the check
+            rep = run_inspect(str(path), settings.backend, settings.mode, tuple(inputs), progress=progress,
+                              settings=settings, timeout=getattr(settings, "timeout", None))
             # check reports and fails on errors and warnings; info notes stay with inspect
             rep.findings = [f for f in rep.findings if f.counts]
             if getattr(settings, "run", False):

@@ -1,10 +1,11 @@
-"""The child process of ``scanprobe profile`` and ``scanprobe fix``: analyse, check, run, measure.
+"""The child process of every command that runs a user's module: analyse, check, run, measure.
 
 Started by ``runners.supervise`` as ``python -m scanprobe.runners.child SPEC.json`` (a
 ``messages.ChildSpec``); it writes a ``messages.ChildResult``. It analyses
 the module with the library pipeline (so the prediction is made in the process that runs), then
-either profiles each target or hands it to the fix pipeline with itself as the runner (``step``
-and ``measure``). After each step it rewrites the result file, so a crash, a kill for memory or
+hands the whole analysis back (inspect, check, graph: ``messages.write_report``), or profiles
+each target, or hands it to the fix pipeline with itself as the runner (``step`` and
+``measure``). After each step it rewrites the result file, so a crash, a kill for memory or
 a timeout leaves what was measured so far and the step that was running.
 """
 
@@ -24,7 +25,7 @@ from scanprobe.records import to_plain
 from scanprobe.results import (BufferProfile, Measurement, NodeProfile, NotApplied, RunError, ScanTime,
                                TargetProfile, TwinProfile)
 from scanprobe.runners.memory import RssSampler, available_bytes, peak_rss_bytes, rss_bytes
-from scanprobe.runners.messages import Action, ChildResult, ChildSpec
+from scanprobe.runners.messages import Action, ChildResult, ChildSpec, write_report
 
 
 class Result:
@@ -360,6 +361,9 @@ def _fix(result, analysis, specs, spec):
 
 
 def main(spec_path: str) -> int:
+    from scanprobe.runners.exits import guard_exits
+
+    guard_exits(permanent=True)  # user code's os._exit (a thread, atexit) does not end this process
     spec = ChildSpec.read(spec_path)
     result = Result(spec.result, spec.runs, spec.timeout)
     from scanprobe.inputs import parse_input_spec
@@ -367,6 +371,13 @@ def main(spec_path: str) -> int:
 
     try:
         result.step("loading and analysing")
+        if spec.action == Action.INSPECT:  # the supervisor holds loading to --timeout
+            analysis = analyse_module(spec.spec, spec.backend, spec.mode, tuple(spec.inputs), spec.include_library,
+                                      result, spec.settings, spec.pictures, spec.full_formulas)
+            result.step("sending the report")
+            write_report(analysis.report, spec.report)
+            result.step("done")
+            return 0
         analysis = analyse_module(spec.spec, spec.backend, spec.mode, tuple(spec.inputs))
         if spec.action == Action.FIX:
             _budget_findings(analysis, spec)
@@ -382,6 +393,7 @@ def main(spec_path: str) -> int:
         return 124
     except ScanprobeError as err:
         result.msg.error = RunError(err.message, err.hint or "", frames=[to_plain(f) for f in err.frames])
+        result.msg.error_type = type(err).__name__
         result.save()
         return 2
     except MemoryError:

@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from scanprobe.records import to_plain
-from scanprobe.results import NotApplied, RunError, TargetFix, TargetProfile, from_plain
+from scanprobe.results import NotApplied, Report, RunError, TargetFix, TargetProfile, from_plain
+from scanprobe.settings import Settings
 
 
 class Action(StrEnum):
+    INSPECT = "inspect"  # inspect, check and graph: load, compile, analyse; nothing run
     PROFILE = "profile"
     FIX = "fix"
 
@@ -32,7 +34,7 @@ class KilledFor(StrEnum):
 
 @dataclass
 class ChildSpec:
-    """What the child runs: one module's targets, profiled or fixed."""
+    """What the child runs: one module's targets, analysed, profiled or fixed."""
 
     spec: str  # FILE[:TARGET]
     action: str = Action.PROFILE
@@ -47,13 +49,21 @@ class ChildSpec:
     fixed_mode: str | None = None
     #: fix --max-buffer: the budget for any one scan buffer (SP010's findings, fixed by checkpoints)
     max_buffer: int | None = None
-    #: set by the supervisor: where the child writes its ``ChildResult``, and --timeout
+    #: inspect, check, graph: what the analysis reports (check's rules and budgets, pictures of
+    #: the graph, libraries' functions, whole formulas)
+    settings: Settings | None = None
+    include_library: bool = False
+    pictures: bool = False
+    full_formulas: bool = False
+    #: set by the supervisor: where the child writes its ``ChildResult`` and, once at the end, the
+    #: whole ``Report`` (``write_report``); --timeout
     result: str = ""
+    report: str = ""
     timeout: float | None = None
 
     def write(self, path: str) -> None:
         with open(path, "w") as fh:
-            json.dump(to_plain(self), fh)
+            json.dump(to_plain(self, internal=True), fh)
 
     @classmethod
     def read(cls, path: str) -> "ChildSpec":
@@ -86,6 +96,8 @@ class ChildResult:
     fixes: list[TargetFix] = field(default_factory=list)
     not_applied: list[NotApplied] = field(default_factory=list)
     error: RunError | None = None
+    #: the class of scanprobe's error (``errors.NothingCompiled``: a skip for check)
+    error_type: str = ""
     #: the supervisor's clock: when the user's calls started (None between calls), their total
     running_since: float | None = None
     ran_s: float = 0.0
@@ -93,13 +105,16 @@ class ChildResult:
     overran_s: float | None = None
     #: RSS just before the target is called: --memory-limit counts from here
     rss_baseline: int | None = None
-    #: set by the supervisor
+    #: set by the supervisor: how the child ended, what it printed (the end of it), and the
+    #: analysis it sent (``Action.INSPECT``)
     exit: Exit | None = None
     log_tail: str = ""
+    output: str = ""
+    analysis: Report | None = None
 
     def write(self, path: str) -> None:
         with open(path, "w") as fh:
-            json.dump(to_plain(self), fh, default=str)
+            json.dump(to_plain(self, internal=True), fh, default=str)
 
     @classmethod
     def read(cls, path: str) -> "ChildResult":
@@ -109,3 +124,23 @@ class ChildResult:
                 return from_plain(cls, json.load(fh))
         except (OSError, ValueError):
             return cls()
+
+
+def write_report(report: Report, path: str) -> None:
+    """The child's whole analysis (every field, internal ones too), written once when it is done:
+    written to a temporary name and renamed, so the parent reads all of it or nothing."""
+    import os
+
+    tmp = f"{path}.part"
+    with open(tmp, "w") as fh:
+        json.dump(to_plain(report, internal=True), fh, default=str)
+    os.replace(tmp, path)
+
+
+def read_report(path: str) -> Report | None:
+    """The child's analysis, or None when it never finished writing one."""
+    try:
+        with open(path) as fh:
+            return from_plain(Report, json.load(fh))
+    except (OSError, ValueError):
+        return None

@@ -11,7 +11,10 @@ import tempfile
 import time
 
 from scanprobe.runners.memory import rss_bytes
-from scanprobe.runners.messages import ChildResult, ChildSpec, Exit, KilledFor
+from scanprobe.runners.messages import ChildResult, ChildSpec, Exit, KilledFor, read_report
+
+#: What the parent relays of the child's output (the user's prints, the backend's warnings)
+OUTPUT_KEPT = 64 * 1024
 
 
 def run_child(spec: ChildSpec, timeout: float, memory_limit: int | None, on_step=None,
@@ -20,21 +23,28 @@ def run_child(spec: ChildSpec, timeout: float, memory_limit: int | None, on_step
     ``timeout`` (counted from the start of that target's calls, which the child reports), when
     loading, compiling and analysing pass ``load_timeout``, or above ``memory_limit`` RSS.
 
-    Returns the child's ``ChildResult`` with its ``Exit``. The user's code never runs in this
-    process.
+    The child runs in its own process group and session with stdin closed and its output in a
+    file: it cannot read the terminal, write to scanprobe's stdout, or hold scanprobe's pipes.
+    Whatever way it ends, it and every process it started are killed and reaped
+    (``_kill_all``). Returns the child's ``ChildResult`` with its ``Exit`` (and, for
+    ``Action.INSPECT``, the ``Report`` it sent). The user's code never runs in this process.
     """
     with tempfile.TemporaryDirectory(prefix="scanprobe-") as tmp:
-        spec = dataclasses.replace(spec, result=os.path.join(tmp, "result.json"), timeout=timeout)
+        spec = dataclasses.replace(spec, result=os.path.join(tmp, "result.json"),
+                                   report=os.path.join(tmp, "report.json"), timeout=timeout)
         spec_path = os.path.join(tmp, "spec.json")
         spec.write(spec_path)
         log_path = os.path.join(tmp, "child.log")
+        token = f"{os.getpid()}-{os.urandom(6).hex()}"
         with open(log_path, "w") as log:
             env = dict(os.environ)
+            env[RUN_MARK] = token  # inherited by whatever the child starts: found and killed at the end
             if spec.device == "cuda":
                 env.setdefault("JAX_PLATFORMS", "cuda")
             proc = subprocess.Popen(
                 [sys.executable, "-m", "scanprobe.runners.child", spec_path],
                 env=env,
+                stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
@@ -44,26 +54,95 @@ def run_child(spec: ChildSpec, timeout: float, memory_limit: int | None, on_step
             try:
                 killed_for, peak = _supervise(proc, spec, timeout, memory_limit, load_timeout, on_step, t0)
             finally:  # an exception here (Ctrl-C, SIGTERM) too: the child and everything it started
-                _kill_group(proc)  # in its process group end with scanprobe, and are reaped
+                _kill_all(proc, token)  # end with scanprobe, and are reaped
         data = ChildResult.read(spec.result)
+        data.analysis = read_report(spec.report)
         if killed_for is None and data.overran_s is not None:
             killed_for = KilledFor.TIMEOUT
-        with open(log_path, errors="replace") as fh:
-            log_text = fh.read()
+        with open(log_path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - OUTPUT_KEPT))
+            log_text = fh.read().decode(errors="replace")
     code = proc.returncode
     return _finished(data, code, killed_for, peak, load_timeout, t0, log_text)
 
 
-def _kill_group(proc) -> None:
-    """Kill the child's process group (what it forked stays in it) and reap the child."""
+#: The environment variable that marks every process of one child run
+RUN_MARK = "SCANPROBE_RUN"
+
+
+def _kill_all(proc, token: str) -> None:
+    """Kill the child, its process group (what it forked stays in it) and every process it
+    started that left the group (``setsid``, ``start_new_session``, a double fork): those found
+    below it in the process tree, and those carrying the run's mark in their environment. The
+    child is reaped; the others are reaped by whoever they were reparented to."""
+    below = _descendants(proc.pid)
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    for _ in range(20):  # until no marked process is left (one may fork while the others die)
+        left = (below | _marked(token)) - {os.getpid()}
+        below = set()
+        if not left:
+            break
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.02)
     try:
         proc.wait(timeout=30)
     except subprocess.TimeoutExpired:  # pragma: no cover - a kill that did not take
         pass
+
+
+def _processes():
+    """(pid, parent pid) of every process this machine's /proc shows (none where there is no /proc)."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()  # after "pid (command) "
+        if len(fields) > 1:
+            yield int(name), int(fields[1])
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` in the process tree."""
+    children: dict[int, list[int]] = {}
+    for p, parent in _processes():
+        children.setdefault(parent, []).append(p)
+    out, todo = set(), [pid]
+    while todo:
+        for c in children.get(todo.pop(), ()):
+            if c not in out:
+                out.add(c)
+                todo.append(c)
+    return out
+
+
+def _marked(token: str) -> set[int]:
+    """Live processes whose environment carries this run's mark."""
+    mark = f"{RUN_MARK}={token}".encode()
+    out = set()
+    for pid, _ in _processes():
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                if mark in fh.read().split(b"\0"):
+                    out.add(pid)
+        except OSError:
+            continue
+    return out
 
 
 #: What loading may add to the child's RSS beyond --memory-limit (the backend's import, its
@@ -91,8 +170,7 @@ def _supervise(proc, spec, timeout, memory_limit, load_timeout, on_step, t0):
             killed_for = KilledFor.TIMEOUT
         elif running_since is None and time.monotonic() - t0 - current.ran_s > load_timeout:
             killed_for = KilledFor.LOAD_TIMEOUT
-        if killed_for:
-            _kill_group(proc)
+        if killed_for:  # run_child kills it and all it started
             break
         if on_step is not None and current.step and current.step != step:
             step = current.step
@@ -112,4 +190,5 @@ def _finished(data, code, killed_for, peak, load_timeout, t0, log_text) -> Child
         seconds=time.monotonic() - t0,
     )
     data.log_tail = log_text[-2000:]
+    data.output = log_text
     return data
