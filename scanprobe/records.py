@@ -29,6 +29,7 @@ class Verdict(StrEnum):
     INHERENT = "inherent"  # a mit_mot: never shrunk by any backend
     ZERO_FED = "zero-fed"  # a mit_mot the loss feeds zeros but at its first row: a running value would do
     TERMS = "per-step terms"  # a gradient scan's per-step terms kept for one product after the loop
+    FOLDED = "folded"  # read only by reductions over the steps: a running value would do (SP006)
 
     @property
     def removable(self) -> bool:
@@ -37,9 +38,9 @@ class Verdict(StrEnum):
 
     @property
     def droppable(self) -> bool:
-        """History a fix can drop: removable, unused, a zero-fed backward tape (SP007) or a
-        gradient's per-step terms (SP008)."""
-        return self.removable or self in (Verdict.ZERO_FED, Verdict.TERMS)
+        """History a fix can drop: removable, unused, a zero-fed backward tape (SP007), a
+        gradient's per-step terms (SP008) or history kept only to be reduced (SP006)."""
+        return self.removable or self in (Verdict.ZERO_FED, Verdict.TERMS, Verdict.FOLDED)
 
     @property
     def kept(self) -> bool:

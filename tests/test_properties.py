@@ -156,7 +156,10 @@ def _verdicts_follow_the_reads(p, target, verdicts, findings, where):
         elif read == "full":
             assert v.verdict == "needed", (b.role, v.verdict, v.why, where)
         elif read in ("sum", "mean", "max"):
-            assert v.verdict == "needed", (b.role, v.verdict, v.why, where)
+            # read only by the fold: `folded` (SP006's); folded with other axes first: `needed`
+            assert v.verdict in ("needed", "folded"), (b.role, v.verdict, v.why, where)
+            if v.verdict == "folded":
+                assert "SP006" in codes, (v.why, where)
             # res.sum() folds the whole array (over time among others); a map's outputs are
             # SP002's (vectorizing removes the scan), not SP006's
             if read != "sum" and p["state"] != "none":

@@ -83,6 +83,17 @@ def describe_read(r: Read) -> str:
     return f"{r.detail} read by {r.op}{at}"
 
 
+def _only_folded(scan: Scan, buf: Buffer, history_reads) -> bool:
+    """The history is read only by reductions over the steps (sum, mean, max, a dot over time),
+    in a forward scan, of a state or of a recurrent scan's per-step output (a map's outputs go
+    with the map when it is vectorized: SP002, SP003)."""
+    if scan.is_gradient or buf.role not in ("sit_sot", "mit_sot", "nit_sot"):
+        return False
+    if buf.role == "nit_sot" and not scan.recurrent:
+        return False
+    return all(r.kind == "reduction" for r in history_reads)
+
+
 def _classify(target: Target, scan: Scan, buf: Buffer) -> BufferVerdict:
     v = BufferVerdict(scan=scan, buffer=buf, status=_status(scan, buf))
     if v.status is not Status.FULL:
@@ -109,6 +120,11 @@ def _classify(target: Target, scan: Scan, buf: Buffer) -> BufferVerdict:
         return v
     reads = buf.reads
     history_reads = [r for r in reads if r.kind != "recent"]
+    if history_reads and _only_folded(scan, buf, history_reads):
+        v.verdict = Verdict.FOLDED
+        v.why += sorted({describe_read(r) for r in history_reads})
+        v.why.append("a running value carried by the step would do: nothing else reads the rows")
+        return v
     if history_reads:
         v.verdict = Verdict.NEEDED
         seen = set()

@@ -133,6 +133,8 @@ def _history_cell(v) -> str:
         return "[bold red]full: zero-fed tape[/]"
     if v.verdict is Verdict.TERMS:
         return "[bold red]full: per-step terms[/]"
+    if v.verdict is Verdict.FOLDED:
+        return "[bold red]full: only reduced[/]"
     if v.verdict is Verdict.INHERENT:
         return "[yellow]full: mit_mot[/]"
     return "[yellow]full: needed[/]"

@@ -68,7 +68,7 @@ class ReductionOverHistory(Rule):
                     f"only to reduce them: {by}",
                     severity="warning", scan=scan, site=folds[0].site or buf.created_site, bytes=buf.bytes,
                     explanation=[f"buffer: {buf.created_by}, shape ({buf.shape_formula()}) {buf.dtype}"]
-                    + [f"read only by: {w}" for w in v.why]
+                    + [f"read only by: {w}" for w in v.why if w.startswith("folded by")]
                     + ["save-mem cannot drop it: the reduction reads every row"],
                     fix=["carry the running value as a state of the scan (acc + h_t, maximum(acc, h_t), ...) "
                          "and read its last step; `scanprobe fix` applies it and verifies by rerunning"],
@@ -78,17 +78,10 @@ class ReductionOverHistory(Rule):
 
     @staticmethod
     def folds(v) -> list:
-        """The reduction reads of a full buffer whose history nothing else reads, else []."""
-        if v.status is not Status.FULL or v.verdict is not Verdict.NEEDED or v.scan.is_gradient:
+        """The reduction reads of a buffer whose history only they read (``Verdict.FOLDED``), else []."""
+        if v.status is not Status.FULL or v.verdict is not Verdict.FOLDED:
             return []
-        if v.buffer.role not in ("sit_sot", "mit_sot", "nit_sot"):
-            return []
-        if v.buffer.role == "nit_sot" and not v.scan.recurrent:
-            return []  # a map's outputs: vectorizing it (SP002, SP003) removes the buffer and the scan
-        history = [r for r in v.buffer.reads if r.kind != "recent"]
-        if not history or any(r.kind != "reduction" for r in history):
-            return []
-        return history
+        return [r for r in v.buffer.reads if r.kind == "reduction"]
 
     def holds_removable_history(self, finding) -> bool:
         return finding.counts
