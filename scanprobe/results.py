@@ -441,8 +441,24 @@ class TargetFix:
                     return f"{code}: the fixed call is slower"
         return ""
 
+    @property
+    def warnings(self) -> list[str]:
+        """What a verified fix costs that the user should weigh: a call more than 10% slower
+        (both medians above the timing's noise floor: ``analysis.measured``)."""
+        from scanprobe.analysis.measured import slower
+
+        b, a = self.before.measured, self.after.measured
+        if b is None or a is None:
+            return []
+        ratio = slower(b.wall_median_s, a.wall_median_s)
+        if ratio is None:
+            return []
+        return [f"the fixed call is slower: {_ms(a.wall_median_s)} against {_ms(b.wall_median_s)} before "
+                f"(median of {a.runs} calls, {ratio:.2f}x the time); the memory it saves costs that time"]
+
     def to_json(self) -> dict:
         return {
+            "warnings": self.warnings,
             "name": self.name, "rule": self.rules[0] if self.rules else "", "rules": list(self.rules),
             "mode": self.mode, "tag": self.tag, "suggestion": self.suggestion, "fixed_mode": self.fixed_mode,
             "rewrites": [to_plain(r) for r in self.rewrites],
@@ -451,6 +467,10 @@ class TargetFix:
             "outputs_equal": self.outputs_equal, "max_abs_diff": self.max_abs_diff, "tolerance": self.tolerance,
             "site": self.site, "status": self.status, "why_failed": self.why_failed,
         }
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds:.2f} s" if seconds >= 1 else f"{seconds * 1000:.1f} ms"
 
 
 def _save_mem_rule() -> str:

@@ -17,5 +17,5 @@ def run_graph(spec, output, backend_name=None, mode=None, inputs=(), progress=No
     target = report.targets[0]
     pic = report.pictures[target.name]
     write(pic, output)
-    return {"output": output, "target": target.name, "nodes": len(pic.nodes), "buffers": len(pic.buffers),
+    return {"output": output, "target": target.name, "nodes": len(pic.nodes), "buffers": pic.buffer_count(),
             "findings": len(report.findings)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from scanprobe.analysis.measured import MEMORY_RSS, MEMORY_TRACED, PREDICTED, TIME, compare
 from scanprobe.analysis.sizes import human_bytes
 from scanprobe.report.terminal import _console
 
@@ -41,24 +42,26 @@ def render(res, out, color=None) -> None:
                 con.print(f"  {rw.rule} scan `{escape(rw.scan)}`: not applied: {escape(rw.reason)}")
         for msg in f.after.over_budget:
             con.print(f"  [bold yellow]still over the budget after the fix:[/] {escape(msg)}")
+        for msg in f.warnings:
+            con.print(f"  [bold yellow]warning:[/] {escape(msg)}")
         t = Table(show_edge=False, pad_edge=False)
-        for col in ("", "before", "after", "ratio"):
+        for col in ("", "before", "after", "after vs before"):
             t.add_column(col, justify="right" if col else "left")
         bm, am = f.before.measured, f.after.measured
 
-        def row(label, x, y, fmt):
-            ratio = f"{x / y:,.0f}x" if x and y else "—"
-            t.add_row(label, fmt(x), fmt(y), ratio)
+        def row(label, x, y, fmt, quantity):
+            t.add_row(label, fmt(x), fmt(y), compare(x, y, quantity))
 
         def get(m, key):
             return getattr(m, key) if m is not None else None
 
-        row("predicted peak (scan buffers)", f.before.predicted_peak, f.after.predicted_peak, human_bytes)
+        row("predicted peak (scan buffers)", f.before.predicted_peak, f.after.predicted_peak, human_bytes, PREDICTED)
         row("measured: RSS peak above the pre-call level", get(bm, "rss_peak_above_precall"),
-            get(am, "rss_peak_above_precall"), human_bytes)
-        row("measured: tracemalloc peak", get(bm, "tracemalloc_peak"), get(am, "tracemalloc_peak"), human_bytes)
+            get(am, "rss_peak_above_precall"), human_bytes, MEMORY_RSS)
+        row("measured: tracemalloc peak", get(bm, "tracemalloc_peak"), get(am, "tracemalloc_peak"), human_bytes,
+            MEMORY_TRACED)
         row("wall time (median)", get(bm, "wall_median_s"), get(am, "wall_median_s"),
-            lambda s: "—" if s is None else f"{s * 1000:.2f} ms")
+            lambda s: "—" if s is None else f"{s * 1000:.2f} ms", TIME)
         con.print(t)
         left = ", ".join(f"{code} {n}" for code, n in f.after.remaining.items()) or "—"
         if f.outputs_equal is not None:

@@ -27,18 +27,25 @@ def to_dot(pic):
             attrs.update(shape="ellipse", color="#888888")
         if n.kind == "scan":
             attrs.update(style="filled", fillcolor="#dde8f5", penwidth="2")
-        if n.id in pic.buffers:
-            belongs, nbytes, verdict, shape, dtype = pic.buffers[n.id]
-            size = human_bytes(nbytes) if nbytes is not None else "symbolic size"
-            attrs["label"] = f"{n.label}\\n{belongs}\\n({shape}) {dtype}\\n{size}"
-            if Verdict(verdict).droppable:
+        held = pic.buffers.get(n.id) or []
+        if held:
+            lines = [n.label]
+            for belongs, nbytes, verdict, shape, dtype in held:
+                size = human_bytes(nbytes) if nbytes is not None else "symbolic size"
+                lines += [belongs, f"({shape}) {dtype}", size]
+            attrs["label"] = "\\n".join(lines)
+            if any(Verdict(v).droppable for _, _, v, _, _ in held):
                 attrs.update(style="filled", fillcolor="#ffcccc", color="#cc0000", penwidth="3", fontcolor="#990000")
-            else:
+            elif n.kind != "scan":
                 attrs.update(style="filled", fillcolor="#fff3cc")
         node = pydot.Node(n.id, **attrs)
         (clusters[n.cluster] if n.cluster in clusters else g).add_node(node)
-    for c in clusters.values():
-        g.add_subgraph(c)
+    # a nested scan's cluster inside the cluster of the scan whose step runs it (not beside it,
+    # where graphviz drew the two overlapping)
+    cluster_of = {n.id: n.cluster for n in pic.nodes}
+    for nid, c in clusters.items():
+        parent = cluster_of.get(nid, "")
+        (clusters[parent] if parent in clusters else g).add_subgraph(c)
     for a, b in pic.edges:
         g.add_edge(pydot.Edge(a, b, color="#666666"))
     return g

@@ -54,14 +54,30 @@ def picture(backend, built, walked, verdicts, max_inner=60) -> R.GraphPicture:
 
     add_nodes(list(built.fgraph.toposort()), "", 0)
     verdict_of = {(v.buffer.scan_id, v.buffer.role, v.buffer.index): v for v in verdicts}
+    scan_nodes = {}  # scan record id -> its node in the picture (buffers nothing else holds go there)
+    for scan in target.scans:
+        node = walked.scan_nodes.get(scan.id)
+        if node is not None and id(node) in node_ids:
+            scan_nodes[scan.id] = node_ids[id(node)]
     for scan in target.scans:
         for b in scan.buffers:
             var = walked.buffer_vars.get((b.scan_id, b.role, b.index))
-            if var is None or b.role == "nit_sot":
-                continue
-            _, creator = _creator(api, var)
-            nid = node_ids.get(id(creator)) if creator is not None else None
+            nid = None
+            if var is not None and b.role != "nit_sot":
+                _, creator = _creator(api, var)
+                nid = node_ids.get(id(creator)) if creator is not None else None
+            nid = nid or _drawn_scan(scan, scan_nodes, {s.id: s for s in target.scans})
             if nid:
                 v = verdict_of.get((b.scan_id, b.role, b.index))
-                pic.buffers[nid] = (b.belongs_to, b.bytes, v.verdict if v else R.Verdict.NONE, b.shape_formula(), b.dtype)
+                pic.buffers.setdefault(nid, []).append(
+                    (b.belongs_to, b.bytes, v.verdict if v else R.Verdict.NONE, b.shape_formula(), b.dtype))
     return pic
+
+
+def _drawn_scan(scan, scan_nodes, by_id) -> str | None:
+    """The picture's node of a scan, or of the nearest scan it is nested in that is drawn."""
+    while scan is not None:
+        if scan.id in scan_nodes:
+            return scan_nodes[scan.id]
+        scan = by_id.get(scan.parent)
+    return None

@@ -110,6 +110,7 @@ class ScanPlan(Naming):
             rec.buffers.append(self._buffer(rec, role, i, outer_in, outer_out, dims, nsteps_keys, call))
         self.record = rec
         w._scans.append(rec)
+        w.scan_nodes[rec.id] = self.node
         if lv.parent is None:
             for role, i, outer_in, outer_out, dims in self.buffers:
                 var = outer_out if role == "nit_sot" else outer_in

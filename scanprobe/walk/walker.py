@@ -30,6 +30,8 @@ class Walked:
 
     target: R.Target
     buffer_vars: dict = field(default_factory=dict)
+    #: scan record id -> its Scan node (nested ones: in the graph the walk read)
+    scan_nodes: dict = field(default_factory=dict)
 
 
 def analyse(backend, built, captured, knowledge, session: Session, full_formulas=False) -> Walked:
@@ -49,7 +51,7 @@ def analyse(backend, built, captured, knowledge, session: Session, full_formulas
         )
         target.scans = walker.scans()
         target.analysis_seconds = time.perf_counter() - t0
-        return Walked(target, walker.buffer_vars)
+        return Walked(target, walker.buffer_vars, walker.scan_nodes)
 
 
 class GraphWalker:
@@ -73,6 +75,7 @@ class GraphWalker:
         self.shapes = LazyShapes(backend)
         #: (scan id, role, index) -> the function's variable holding that buffer (top level)
         self.buffer_vars: dict = {}
+        self.scan_nodes: dict = {}
         self.orig_inputs = list(fgraph.inputs)
         # knowledge: input index -> (value or None, shape or None, source)
         self.known = {}

@@ -1,0 +1,56 @@
+"""Measured figures are compared only above their noise floor, and a slowdown is said as one
+(issue 27, item 2; issue 25, item 7: a fix that makes the call slower says so, with both times).
+
+These read records, not a backend: the figures are the ones the issues quote, set into the
+results a fix reports, and rendered by the reporter the CLI uses.
+"""
+
+import io
+
+from scanprobe.analysis.measured import MEMORY_RSS, MEMORY_TRACED, PREDICTED, TIME, compare, slower
+from scanprobe.results import FixResult, FixSide, Measurement, TargetFix
+
+
+def test_a_ratio_needs_both_sides_above_the_noise_floor():
+    # issue 27: "RSS ratio 63,992x" was a peak divided by allocator noise (4 kB after)
+    said = compare(262_000_000, 4096, MEMORY_RSS)
+    assert said.startswith("> ") and "under the noise floor" in said and "63,992" not in said, said
+    assert compare(2048, 4096, MEMORY_RSS) == "— (both under the noise floor)"
+    assert compare(46_200_000, 1_600_000, MEMORY_TRACED) == "28.9x less"
+    assert compare(39_600_000, 37_000, MEMORY_TRACED) == "1,070.3x less"
+    assert compare(1_000_000, 2_000_000, MEMORY_TRACED) == "2.0x more"
+    assert compare(1000, 0, PREDICTED) == "all gone"
+    assert compare(None, 5, PREDICTED) == "—"
+
+
+def test_a_slowdown_is_said_as_a_slowdown():
+    # issue 27: "wall time (median) 4404.09 ms -> 11394.14 ms | 0x"
+    assert compare(4.40409, 11.39414, TIME) == "2.6x slower"
+    assert compare(11.39414, 4.40409, TIME) == "2.6x faster"
+    assert compare(0.0002, 0.0009, TIME) == "— (both under the noise floor)"
+    assert slower(14.8, 26.5) is not None and slower(1.0, 1.05) is None and slower(0.0002, 0.0009) is None
+
+
+def _fix(before_s, after_s):
+    def side(seconds, traced):
+        return FixSide(predicted_peak=1000, measured=Measurement(wall_median_s=seconds, runs=3, tracemalloc_peak=traced,
+                                                                rss_peak_above_precall=4096))
+    return TargetFix(name="f_train", rules=["SP001"], before=side(before_s, 39_600_000), after=side(after_s, 37_000),
+                     outputs_equal=True, max_abs_diff=0.0, tolerance={"rtol": 1e-10, "atol": 1e-12})
+
+
+def test_a_fix_that_makes_the_call_slower_warns_with_both_times():
+    # issue 25: the RNN-RBM's training step went from 14.8 s to 26.5 s and nothing said so
+    fix = _fix(14.8, 26.5)
+    (warning,) = fix.warnings
+    assert "26.50 s against 14.80 s" in warning and "1.79x" in warning, warning
+    assert fix.to_json()["warnings"] == [warning]
+    assert _fix(14.8, 15.0).warnings == []  # within 10%
+    from scanprobe.report import fix_terminal
+
+    out = io.StringIO()
+    fix_terminal.render(FixResult(file="rnnrbm.py", backend="theano", fixes=[fix]), out, color=False)
+    text = out.getvalue()
+    assert "warning: the fixed call is slower: 26.50 s against 14.80 s" in text, text
+    assert "1.8x slower" in text and "1,070.3x less" in text and "both under the noise floor" in text, text
+    assert " 0x" not in text and "63,992" not in text
