@@ -105,10 +105,15 @@ def child_env(**extra) -> dict:
 
 
 class Result:
+    """A command's exit code, stdout and stderr. ``err`` leaves out the progress lines
+    (``scanprobe: STEP (still running after 5 s)``, printed only when a step runs long, so
+    present or not by how busy the machine is); ``err_raw`` keeps them."""
+
     def __init__(self, rc, out, err):
         self.rc = rc
         self.out = out
-        self.err = err
+        self.err_raw = err
+        self.err = "".join(line for line in err.splitlines(keepends=True) if not line.startswith("scanprobe: "))
 
     def json(self):
         return json.loads(self.out)

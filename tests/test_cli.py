@@ -63,3 +63,16 @@ def test_json_contract_keys(backend):
 def test_exit_zero(backend):
     res = scanprobe("inspect", SAMPLES / "seed000_pixel_loop.py", "--mode", "FAST_COMPILE", "--exit-zero")
     assert res.rc == 0 and "SP001" in res.out
+
+
+def test_a_long_step_says_what_runs_when_stderr_is_not_a_terminal():
+    """Issue 27, item 4: `fix` ran 15 minutes with nothing on the terminal. A step that runs longer
+    than 5 s prints one line on stderr, with the step (here the module's import, asleep for 6 s:
+    the line is printed however fast the machine is); stdout stays the report."""
+    from conftest import FIXTURES
+
+    res = scanprobe("inspect", FIXTURES / "slow_import.py", "--format", "json", isolated=True)
+    assert res.rc == 0, res
+    lines = [line for line in res.err_raw.splitlines() if line.startswith("scanprobe: ")]
+    assert lines == ["scanprobe: running slow_import.py (still running after 5 s)"], res.err_raw
+    res.json()  # stdout: the report alone
