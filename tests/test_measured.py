@@ -28,7 +28,8 @@ def test_a_slowdown_is_said_as_a_slowdown():
     assert compare(4.40409, 11.39414, TIME) == "2.6x slower"
     assert compare(11.39414, 4.40409, TIME) == "2.6x faster"
     assert compare(0.0002, 0.0009, TIME) == "— (both under the noise floor)"
-    assert slower(14.8, 26.5) is not None and slower(1.0, 1.05) is None and slower(0.0002, 0.0009) is None
+    assert slower(14.8, 26.5) is not None and slower(1.0, 1.05) is None and slower(0.0045, 0.0052) is None
+    assert compare(22_000, 4_000, MEMORY_TRACED) == "— (after: under the noise floor)"  # not "> 1x less"
 
 
 def _fix(before_s, after_s):

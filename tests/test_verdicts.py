@@ -140,3 +140,28 @@ def test_unused_output_fix_drops_it_and_is_verified(backend):
     (f,) = res.json()["fixes"]
     assert f["rules"] == ["SP001"] and f["outputs_equal"] is True and f["after"]["remaining"] == {"SP001": 0}
     assert f["before"]["predicted_peak"] == 301 * 3 * 8 + 300 * 3 * 8 and f["after"]["predicted_peak"] <= 2 * 3 * 8
+
+
+@pytest.mark.parametrize("mode", ["FAST_COMPILE", None], ids=["fast_compile", "default"])
+def test_reductions_through_an_elementwise_op_are_sp006_and_fixed(backend, mode):
+    """Issue 25, item 5: `(ys ** 2).sum()` over a state with taps [-3, -1] and
+    `abs(traj - 1).max(axis=0)` read "needed, read in full by Elemwise{Pow}", no SP006. An
+    elementwise op over the rows whose result only a fold reads is a fold of that op; the fix
+    carries the running value of the elementwise result (mit_sot states too) and is verified."""
+    body = _inspect("fold_elementwise.py", mode)
+    for target, role, fold in (("energy", "mit_sot", "sum"), ("spread", "sit_sot", "max")):
+        (f,) = _findings(body, target, "SP006")
+        assert fold in f["message"] and f["severity"] == "warning", f["message"]
+        ((_, b),) = [(s, b) for s, b in _buffers(body, target) if b["role"] == role]
+        assert b["verdict"] == "folded" and f["bytes"] == b["bytes"], b
+        assert any(r["kind"] == "reduction" and " of Elemwise" in r["detail"] for r in b["reads"]), b["reads"]
+    env = {"STEPS": 300, "TRUTH_MODE": mode or ""}
+    res = scanprobe("fix", TRUTH / "fold_elementwise.py", "--runs", "1", "--format", "json", env=env)
+    assert res.rc == 0, res
+    fixes = res.json()["fixes"]
+    assert sorted(f["name"] for f in fixes) == ["energy", "spread"]
+    for f in fixes:
+        assert f["status"] == "verified" and f["outputs_equal"] is True and f["after"]["remaining"] == {"SP006": 0}, f
+        assert "Elemwise" in f["rewrites"][0]["detail"][0], f["rewrites"]
+        # 300 rows of 4 float64 before (303 for the taps); a few rows after
+        assert f["before"]["predicted_peak"] >= 300 * 4 * 8 and f["after"]["predicted_peak"] <= 6 * 4 * 8, f

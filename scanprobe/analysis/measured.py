@@ -17,8 +17,10 @@ RSS_FLOOR = 1 << 20
 TRACEMALLOC_FLOOR = 16 << 10
 #: a median call time under a millisecond is dominated by the timer and the scheduler
 TIME_FLOOR_S = 1e-3
-#: a fixed call this much slower than the original is said as a warning
+#: a fixed call this much slower than the original is said as a warning, when both calls take at
+#: least ``SLOWER_MIN_S`` (a few runs of a shorter call vary by more than 10% from run to run)
 SLOWER_WARNING = 1.10
+SLOWER_MIN_S = 0.02
 
 
 @dataclass(frozen=True)
@@ -46,8 +48,12 @@ def compare(before, after, q: Quantity) -> str:
     if low_a:
         if after <= 0 and q is PREDICTED:
             return "all gone"
+        if before / q.floor < 2:
+            return "— (after: under the noise floor)"
         return f"> {before / q.floor:,.0f}x {q.lower} (after: under the noise floor)"
     if low_b:
+        if after / q.floor < 2:
+            return "— (before: under the noise floor)"
         return f"> {after / q.floor:,.0f}x {q.higher} (before: under the noise floor)"
     if after <= before:
         return f"{before / after:,.1f}x {q.lower}" if after != before else "same"
@@ -56,8 +62,8 @@ def compare(before, after, q: Quantity) -> str:
 
 def slower(before_s, after_s) -> float | None:
     """How many times longer the fixed call takes, when it is more than ``SLOWER_WARNING`` times
-    and both times are above the floor; else None."""
-    if before_s is None or after_s is None or min(before_s, after_s) < TIME_FLOOR_S:
+    and both take at least ``SLOWER_MIN_S``; else None."""
+    if before_s is None or after_s is None or min(before_s, after_s) < SLOWER_MIN_S:
         return None
     ratio = after_s / before_s
     return ratio if ratio > SLOWER_WARNING else None

@@ -149,6 +149,11 @@ def is_pass_through(op) -> bool:
     return _class(op) in _PASS_THROUGH
 
 
+def is_elementwise(op) -> bool:
+    """An elementwise op (one scalar op, or a fused composite, applied element by element)."""
+    return "Elemwise" in _mro(op)
+
+
 def is_dimshuffle(op) -> bool:
     """``DimShuffle`` itself (a transpose, broadcast or dropped axis), not a subclass."""
     return _class(op) == "DimShuffle"

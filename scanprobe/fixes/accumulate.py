@@ -54,6 +54,51 @@ def _history_view(api, backend, buffer, clients, rows):
                 yield user.outputs[0]
 
 
+def _fold_through(api, node, pos, view, clients, chain=()):
+    """(fold node, (kind, other axes, weight), chain) when ``node`` folds ``view`` over axis 0,
+    directly or through elementwise ops each of whose results only the next reads (``chain``:
+    the elementwise nodes, first first, to apply to each step's value)."""
+    found = _fold(api, node, pos, view, clients)
+    if found:
+        return node, found, tuple(chain)
+    if len(chain) >= 6 or not _elementwise_over_rows(node, view):
+        return None
+    out = node.outputs[0]
+    users = [u for u in clients.get(id(out), []) if u[0] == "output" or not ops.is_shape_read(u[0].op)]
+    if len(users) != 1 or users[0][0] == "output":
+        return None
+    return _fold_through(api, users[0][0], users[0][1], out, clients, (*chain, node))
+
+
+def _chain_text(chain) -> str:
+    return " of ".join(ops.display_with_scalar(c.op) for c in reversed(chain))
+
+
+def _chain_shape_reads(chain, clients):
+    """The shape reads of the chain's results (``(hs ** 2).mean()`` divides by its length)."""
+    return [(i, u) for i, node in enumerate(chain) for u, _ in clients.get(id(node.outputs[0]), [])
+            if u != "output" and ops.is_shape_read(u.op)]
+
+
+def _elementwise_over_rows(node, v) -> bool:
+    """An elementwise op over the rows of ``v``: every other input broadcast along axis 0 (a
+    constant, a value the same at every step), or ``v`` itself."""
+    if not ops.is_elementwise(node.op) or node.outputs[0].type.ndim != v.type.ndim:
+        return False
+    return all(inp is v or (inp.type.ndim == v.type.ndim and inp.type.broadcastable[0]) for inp in node.inputs)
+
+
+def _one_step(chain, view, value):
+    """The elementwise chain applied to one step's ``value`` in place of the whole ``view``: the
+    other inputs lose their (broadcast) leading axis."""
+    current, step_value = view, value
+    for node in chain:
+        inputs = [step_value if inp is current else inp[0] for inp in node.inputs]
+        step_value = node.op(*inputs)
+        current = node.outputs[0]
+    return step_value
+
+
 def _fold(api, node, pos, view, clients):
     """(kind, other axes or None for all, weight or None) when ``node`` folds ``view`` over axis 0."""
     op = node.op
@@ -102,22 +147,27 @@ def accumulate(backend, outputs, wanted) -> list[Rewrite]:
         name = info.name or "scan_fn"
         a = backend.scan_roles(node, thawed=True)
         folds, shapes = [], []
-        n_sit = len(a.outer_out_sit_sot)
-        # a state's history is the view scan returns (buffer[1:]); a per-step output's, the buffer
-        views = [(k, view) for k, buffer in enumerate(a.outer_out_sit_sot)
-                 for view in _history_view(api, backend, buffer, clients, 1)]
+        n_mit, n_sit = len(a.outer_out_mit_sot), len(a.outer_out_sit_sot)
+        # k counts the scan's outputs (mit_sot, sit_sot, then per-step outputs): a state's
+        # history is the view scan returns (buffer[taps:]); a per-step output's, the buffer
+        views = [(j, view) for j, buffer in enumerate(a.outer_out_mit_sot)
+                 for view in _history_view(api, backend, buffer, clients, -min(a.mit_sot_in_slices[j]))]
+        views += [(n_mit + k, view) for k, buffer in enumerate(a.outer_out_sit_sot)
+                  for view in _history_view(api, backend, buffer, clients, 1)]
         if a.outer_in_sit_sot or a.outer_in_mit_sot:  # a map's outputs are SP002's
-            views += [(n_sit + j, buffer) for j, buffer in enumerate(a.outer_out_nit_sot)]
+            views += [(n_mit + n_sit + j, buffer) for j, buffer in enumerate(a.outer_out_nit_sot)]
         for k, view in views:
             for user, pos in clients.get(id(view), []):
                 if user == "output":
                     continue
                 if ops.is_shape_read(user.op):
-                    shapes.append((k, user))  # hs.shape[0] of a mean: from n_steps, not the buffer
+                    shapes.append((k, user, (), view))  # hs.shape[0] of a mean: from n_steps, not the buffer
                     continue
-                found = _fold(api, user, pos, view, clients)
+                found = _fold_through(api, user, pos, view, clients)
                 if found:
-                    folds.append((k, user, found))
+                    fold_node, how, chain = found
+                    folds.append((k, fold_node, how, chain, view))
+                    shapes += [(k, u, chain[: i + 1], view) for i, u in _chain_shape_reads(chain, clients)]
         if not folds:
             continue
         rw = Rewrite(RULE, name, "", scan_node=node)
@@ -144,25 +194,34 @@ def _rebuild(backend, node, a, info, folds, shapes, rw):
     for role in ("mit_mot", "shared", "untraced_sit_sot"):
         if list(getattr(a, f"outer_in_{role}", []) or []):
             raise NotApplicable(f"the scan carries {role.replace('_', '-')} state; scanprobe rebuilds scans without it")
-    for k, _, _ in folds:
-        state = a.outer_in_sit_sot[k] if k < len(a.outer_in_sit_sot) else a.outer_out_nit_sot[k - len(a.outer_in_sit_sot)]
-        if not str(state.type.dtype).startswith("float"):
-            raise NotApplicable("an integer state: a running value could overflow where the reduction upcasts")
     n_seq, n_mit, n_sit = len(a.inner_in_seqs), len(a.outer_in_mit_sot), len(a.outer_in_sit_sot)
     mit_taps = [list(t) for t in a.mit_sot_in_slices]
     mit_init = [_initial(api, b, -min(t)) for b, t in zip(a.outer_in_mit_sot, mit_taps)]
     sit_init = [_initial(api, b, 1)[0] for b in a.outer_in_sit_sot]
-    weights = [w for _, _, (_, _, w) in folds if w is not None]
+
+    def one_step(k):
+        """A value shaped like one step of output ``k`` (the state's initial value, or for a
+        per-step output its old buffer, whose shape the backend infers)."""
+        if k < n_mit:
+            return mit_init[k][0], False
+        if k < n_mit + n_sit:
+            return sit_init[k - n_mit], False
+        return a.outer_out_nit_sot[k - n_mit - n_sit], True
+
+    for k, *_ in folds:
+        state, _ = one_step(k)
+        if not str(state.type.dtype).startswith("float"):
+            raise NotApplicable("an integer state: a running value could overflow where the reduction upcasts")
+    weights = [w for _, _, (_, _, w), _, _ in folds if w is not None]
     acc_init = []
-    for k, _, (kind, _, _) in folds:
+    for k, _, (kind, _, _), chain, view in folds:
         fill = {"sum": 0.0, "dot": 0.0, "prod": 1.0, "max": -np.inf, "min": np.inf}[kind]
-        if k < n_sit:
-            init = sit_init[k]
-            dims = [init.shape[i] for i in range(init.type.ndim)]
-        else:  # a per-step output: one step's shape, as the backend infers it for the old buffer
-            init = a.outer_out_nit_sot[k - n_sit]
-            dims = [init.shape[i] for i in range(1, init.type.ndim)]
-        acc_init.append(T.alloc(np.asarray(fill, dtype=init.type.dtype), *dims))
+        like, is_buffer = one_step(k)
+        if chain:  # the running value of f(h): shaped and typed like f of one step
+            like = _one_step(chain, view, like[0] if is_buffer else like)
+            is_buffer = False
+        dims = [like.shape[i] for i in range(1 if is_buffer else 0, like.type.ndim)]
+        acc_init.append(T.alloc(np.asarray(fill, dtype=like.type.dtype), *dims))
     n_mit_args = sum(len(t) for t in mit_taps)
     inner_mit = [v for group in a.inner_in_mit_sot for v in group]
 
@@ -180,8 +239,8 @@ def _rebuild(backend, node, a, info, folds, shapes, rw):
         outs = _clone(api, list(a.inner_out_mit_sot) + list(a.inner_out_sit_sot) + list(a.inner_out_nit_sot), replace)
         w_iter = iter(w_args)
         updates = []
-        for acc, (k, _, (kind, _, w)) in zip(acc_args, folds):
-            h = outs[n_mit + k]
+        for acc, (k, _, (kind, _, w), chain, view) in zip(acc_args, folds):
+            h = _one_step(chain, view, outs[k])
             if kind == "sum":
                 updates.append(acc + h)
             elif kind == "prod":
@@ -209,9 +268,12 @@ def _rebuild(backend, node, a, info, folds, shapes, rw):
     for j, old in enumerate(old_outs):
         rw.replacements[old] = new_node.outputs[j if j < n_mit + n_sit else j + n_acc]
     kinds = []
-    for k, user in shapes:
-        rw.replacements[user.outputs[0]] = _shape_of_map(api, user, node.inputs[0], sit_init[k])
-    for f, (k, user, (kind, other, _)) in enumerate(folds):
+    for k, user, chain, view in shapes:
+        like, is_buffer = one_step(k)
+        if is_buffer:
+            raise NotApplicable("the length of a per-step output is read: scanprobe carries states' lengths only")
+        rw.replacements[user.outputs[0]] = _shape_of_map(api, user, node.inputs[0], _one_step(chain, view, like))
+    for f, (k, user, (kind, other, _), chain, _) in enumerate(folds):
         # the buffer's last row (not the view's): save-mem sees one Subtensor, in FAST_COMPILE too
         last = new_node.outputs[n_mit + n_sit + f][-1]
         if other is None:
@@ -223,13 +285,19 @@ def _rebuild(backend, node, a, info, folds, shapes, rw):
         else:
             value = last
         rw.replacements[user.outputs[0]] = T.cast(value, user.outputs[0].type.dtype)
-        kinds.append(f"{kind} of state #{k}" if k < n_sit else f"{kind} of per-step output #{k - n_sit}")
+        what = (f"state #{k}" if k < n_mit + n_sit else f"per-step output #{k - n_mit - n_sit}")
+        if chain:
+            what = f"{_chain_text(chain)} of {what}"
+        kinds.append(f"{kind} of {what}")
     rw.form = "accumulated"
     rw.detail.append(f"{', '.join(kinds)} carried in the step as a running value; the reduction reads its last step")
+    through = [c for *_, c, _ in folds if c]
+    value = "f(h)" if through else "h"
     rw.snippet = (
         "def step_acc(*args):  # your step, plus the running value as one more state\n"
         "    h = step(*args[:-1])\n"
-        "    return h, args[-1] + h          # maximum(acc, h) for a max, acc + c_t * h for a dot\n"
+        + (f"    # f(h): what your reduction reads of each step ({_chain_text(through[0])} of h)\n" if through else "")
+        + f"    return h, args[-1] + {value}          # maximum(acc, {value}) for a max, acc + c_t * {value} for a dot\n"
         "(hs, accs), _ = scan(step_acc, ..., outputs_info=[h0, zeros_like(h0)])\n"
         "total = accs[-1]                    # instead of hs.sum(axis=0)"
     )

@@ -3,7 +3,8 @@
 ## What it does
 Finds scan buffers that keep one row per step (a recurrent state's history, or a per-step output
 of a scan with recurrent state; a map's outputs are SP002's and SP003's) where the only readers of that history fold it over the time axis: `hs.sum(axis=0)`,
-`hs.mean()`, `hs.max(axis=0)`, `T.dot(weights, hs)`. Nothing else reads the rows: not the
+`hs.mean()`, `hs.max(axis=0)`, `T.dot(weights, hs)`, also of an elementwise expression of the
+rows (`(hs ** 2).sum()`, `abs(hs - 1).max(axis=0)`). Nothing else reads the rows: not the
 function's outputs, not a backward pass, not an index. Sizes come from the optimized graph.
 
 ## Why is this bad?

@@ -146,8 +146,49 @@ def reads(plan, outer_out, buf, lead_var=None, gradient=False) -> list[R.Read]:
             if folded:
                 reads.append(R.Read("reduction", _reduction_name(op), folded, via_ds, site))
                 continue
+            through = _fold_through(api, lv, node, v, axis)
+            if through is not None:  # (hs ** 2).sum(): an elementwise op whose result only a fold reads
+                fold_node, fold_text, chain = through
+                reads.append(R.Read("reduction", _reduction_name(fold_node.op), f"{fold_text} of {chain}",
+                                    via_ds, plan.w.session.user_site_from_trace(fold_node.outputs[0]) or site))
+                continue
             reads.append(R.Read("computation", ops.display_with_scalar(op), _rows_str(rows), via_ds, site))
     return reads
+
+
+def elementwise_over_steps(node, v, axis) -> bool:
+    """``node`` is an elementwise op that computes each row of ``v`` on its own: every other input
+    is constant along the time axis (broadcast there), or ``v`` itself (``hs * hs``)."""
+    if not ops.is_elementwise(node.op) or axis is None:
+        return False
+    for inp in node.inputs:
+        if inp is v:
+            continue
+        bcast = getattr(inp.type, "broadcastable", None)
+        if bcast is None or axis >= len(bcast) or not bcast[axis]:
+            return False
+    return node.outputs[0].type.ndim == v.type.ndim
+
+
+def _fold_through(api, lv, node, v, axis, depth=0):
+    """(the fold's node, what it folds, the elementwise chain's text) when ``node`` is an
+    elementwise op over the rows of ``v`` whose result only a fold over the time axis reads
+    (through more such ops), else None."""
+    if depth > 6 or not elementwise_over_steps(node, v, axis):
+        return None
+    out = node.outputs[0]
+    users = [(n, p) for n, p in lv.clients.get(out, []) if n == "output" or not isinstance(n.op, (api.Shape, api.Shape_i))]
+    if len(users) != 1 or users[0][0] == "output":
+        return None
+    user, pos = users[0]
+    name = ops.display_with_scalar(node.op)
+    folded = _over_time(api, user, pos, axis)
+    if folded:
+        return user, folded.replace(" over the steps", ""), name
+    deeper = _fold_through(api, lv, user, out, axis, depth + 1)
+    if deeper is None:
+        return None
+    return deeper[0], deeper[1], f"{deeper[2]} of {name}"
 
 
 def _reduction_name(op) -> str:
