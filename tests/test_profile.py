@@ -169,3 +169,24 @@ def test_an_import_that_allocates_too_much_is_stopped_under_the_memory_limit(bac
     err = res.json()["error"]
     assert err["kind"] == "memory" and "loading, compiling and analysing grew by more than" in err["message"], err
     assert err["hint"]
+
+
+def test_the_childs_result_is_read_whole_or_not_at_all(tmp_path):
+    """Issue 25, item 7: `fix` stopped with "stopped while starting: loading, compiling and
+    analysing took more than 600 s" although loading had ended in 2 minutes, and lost the targets
+    already verified: a result file read half written came back empty (step "starting", no calls
+    counted). It is now written whole (renamed into place), and a read that fails keeps the last one."""
+    from scanprobe.results import Measurement, TargetProfile
+    from scanprobe.runners.messages import ChildResult
+
+    path = str(tmp_path / "result.json")
+    done = ChildResult(step="running f", ran_s=250.0, loaded=True,
+                       profiles=[TargetProfile(name="f", measured=Measurement(runs=3))])
+    done.write(path)
+    assert not (tmp_path / "result.json.part").exists()
+    back = ChildResult.read(path)
+    assert back.step == "running f" and back.ran_s == 250.0 and back.loaded and back.profiles[0].measured.runs == 3
+    with open(path, "w") as fh:  # as a writer killed mid-write would leave it (the old, non-atomic way)
+        fh.write('{"step": "compiling g", "ran_s": 2')
+    assert ChildResult.read(path, back) is back
+    assert ChildResult.read(str(tmp_path / "missing.json")).step == "starting"

@@ -134,6 +134,15 @@ def run_error(data, timeout, memory_limit, targets=(), file="FILE"):
             f"stopped while {step}: {said} --timeout {timeout:g} s",
             "raise --timeout, or profile a smaller size (a hang in user code ends here too)", "timeout",
         )
+    if ex.killed_for == KilledFor.LOAD_TIMEOUT and data.loaded:
+        done = [t.name for t in data.profiles if t.measured is not None]
+        done += [f.name for f in data.fixes if f.outputs_equal is not None]
+        kept = f"; the results of {', '.join(done)} are kept" if done else ""
+        return RunError(
+            f"stopped while {step}: that step took more than {ex.load_timeout:g} s outside the calls of your "
+            f"function{kept}",
+            "compiling a very large graph? run the target alone (FILE:TARGET) or in FAST_COMPILE (--mode)", "timeout",
+        )
     if ex.killed_for == KilledFor.LOAD_TIMEOUT:
         return RunError(
             f"stopped while {step}: loading, compiling and analysing took more than {ex.load_timeout:g} s",

@@ -382,6 +382,7 @@ def main(spec_path: str) -> int:
         if spec.action == Action.FIX:
             _budget_findings(analysis, spec)
         result.msg.report = analysis.report.to_json()
+        result.msg.loaded = True
         result.save()
         specs = [parse_input_spec(s) for s in spec.inputs]
         if spec.action == Action.FIX:

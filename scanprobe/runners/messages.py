@@ -105,6 +105,9 @@ class ChildResult:
     overran_s: float | None = None
     #: RSS just before the target is called: --memory-limit counts from here
     rss_baseline: int | None = None
+    #: the module is loaded and analysed: from here each step outside the calls has the loading
+    #: budget of its own (compiling one target's original or fixed function), not all of them
+    loaded: bool = False
     #: set by the supervisor: how the child ended, what it printed (the end of it), and the
     #: analysis it sent (``Action.INSPECT``)
     exit: Exit | None = None
@@ -113,17 +116,25 @@ class ChildResult:
     analysis: Report | None = None
 
     def write(self, path: str) -> None:
-        with open(path, "w") as fh:
+        """Written whole or not at all (a temporary file renamed over the last one): the
+        supervisor reads it every 20 ms and after a kill, and a half-written file read as empty
+        once lost every finished target's results and read as 'starting' with no calls counted."""
+        import os
+
+        tmp = f"{path}.part"
+        with open(tmp, "w") as fh:
             json.dump(to_plain(self, internal=True), fh, default=str)
+        os.replace(tmp, path)
 
     @classmethod
-    def read(cls, path: str) -> "ChildResult":
-        """The result file as it is now (an empty result while it is missing or half written)."""
+    def read(cls, path: str, previous: "ChildResult | None" = None) -> "ChildResult":
+        """The result file as it is now (``previous``, else an empty result, while it is missing
+        or cannot be read)."""
         try:
             with open(path) as fh:
                 return from_plain(cls, json.load(fh))
         except (OSError, ValueError):
-            return cls()
+            return previous if previous is not None else cls()
 
 
 def write_report(report: Report, path: str) -> None:

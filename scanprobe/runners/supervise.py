@@ -153,11 +153,17 @@ LOAD_ALLOWANCE = 2 * 2**30
 def _supervise(proc, spec, timeout, memory_limit, load_timeout, on_step, t0):
     """Poll the child until it ends or passes a limit: (what it was killed for or None, peak RSS)."""
     killed_for, peak, step, start_rss = None, 0, None, None
+    current = ChildResult()
+    # the loading budget's clock: from the start while loading, then per step (a new step
+    # restarts it), never counting the user's calls
+    clock, ran_at_clock, clocked_step = t0, 0.0, None
     while proc.poll() is None:
         rss = rss_bytes(proc.pid) or 0
         peak = max(peak, rss)
         start_rss = rss if start_rss is None and rss else start_rss
-        current = ChildResult.read(spec.result)
+        current = ChildResult.read(spec.result, current)
+        if current.loaded and current.step != clocked_step:
+            clock, ran_at_clock, clocked_step = time.monotonic(), current.ran_s, current.step
         # --memory-limit bounds what the run adds, counted from the child's level just
         # before it calls the target (the interpreter, backend and compile are not the run)
         baseline = current.rss_baseline
@@ -168,7 +174,7 @@ def _supervise(proc, spec, timeout, memory_limit, load_timeout, on_step, t0):
             killed_for = KilledFor.LOAD_MEMORY  # loading: the module's import, compiling, analysing
         elif running_since is not None and time.time() - running_since > timeout:
             killed_for = KilledFor.TIMEOUT
-        elif running_since is None and time.monotonic() - t0 - current.ran_s > load_timeout:
+        elif running_since is None and time.monotonic() - clock - (current.ran_s - ran_at_clock) > load_timeout:
             killed_for = KilledFor.LOAD_TIMEOUT
         if killed_for:  # run_child kills it and all it started
             break
