@@ -256,6 +256,11 @@ class Backend(ABC):
             fg = fg.unfreeze()
         return list(fg.inputs), list(fg.outputs)
 
+    def run_wrapper_graph(self, node):
+        """(inputs, outputs) of the inner graph an OpFromGraph node really runs (optimized as the
+        op does when it is linked), without linking it; None where that cannot be told."""
+        return None
+
     @abstractmethod
     def run_inner_graph(self, node):
         """(inputs, outputs) of the inner graph a Scan really runs (optimized in the op's own mode),

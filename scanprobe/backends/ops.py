@@ -136,6 +136,21 @@ def scalar(op) -> Scalar | None:
     return _SCALARS.get(_SCALAR_ALIASES.get(name, name), Scalar.OTHER)
 
 
+def fused_fold(op) -> Scalar | None:
+    """The fold of a reduction fused with the elementwise op it reads (PyTensor's CAReduce of a
+    Composite, ``sum(sqr(x))`` as one loop: ``acc + sqr(x)``): the scalar op at the Composite's
+    root when it is one of ``FOLDS``, else None."""
+    inner = getattr(op, "scalar_op", None)
+    if inner is None or "CAReduce" not in _mro(op) or scalar(op) is not Scalar.COMPOSITE:
+        return None
+    outs = getattr(getattr(inner, "fgraph", None), "outputs", None) or getattr(inner, "outputs", None) or []
+    root = outs[0].owner if len(outs) == 1 else None
+    if root is None:
+        return None
+    s = scalar(root.op)
+    return s if s in FOLDS else None
+
+
 def is_cast_like(op) -> bool:
     """An elementwise cast or identity (the value goes through)."""
     return scalar(op) in (Scalar.CAST, Scalar.IDENTITY)

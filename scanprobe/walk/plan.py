@@ -19,6 +19,7 @@ from scanprobe.walk.level import GraphView, Level
 from scanprobe.walk.shapes import LazyShapes
 from scanprobe.walk.cotangent import zero_fed
 from scanprobe.walk.util import (
+    own_inputs,
     _creator, _is_constant, _known_from_outer, _shape_source, _short_input, _strip_to_root, _type_str,
 )
 
@@ -283,28 +284,6 @@ class ScanPlan(Naming):
             return [(la - na, self)]
         return []
 
-    def _own_inputs(self, inner_in, inner_out, leaves):
-        """The step graph over fresh input variables of its own. PyTensor's scan inner inputs are
-        interned ``NominalVariable``s: the step's input ``*7`` is the very object that is input
-        ``*7`` of a scan nested in it, so a nested scan's sizes, read back onto this level, would
-        read another input (an RNN-RBM's bias `bv` sized by `bh`)."""
-        api = self.api
-        old = list(inner_in) + list(leaves)
-        fresh = []
-        for v in old:
-            f = v.type()
-            f.name = getattr(v, "name", None)
-            if hasattr(v, "tag") and hasattr(v.tag, "trace"):
-                f.tag.trace = v.tag.trace
-            fresh.append(f)
-        mapping = dict(zip(old, fresh))
-        outs = api.clone_replace(list(inner_out), replace=mapping)
-        new_leaves = ByIdentity()
-        for v, f in zip(list(leaves), fresh[len(inner_in):]):
-            dims = leaves[v]
-            new_leaves[f] = tuple(api.clone_replace(d, replace=mapping) if d.owner is not None else d for d in dims)
-        return fresh[: len(inner_in)], list(outs), new_leaves
-
     def walk_inner(self):
         """Analyse scans nested in this scan's inner graph, with what the outer level knows."""
         if not any(n.owner is not None and self.b.is_scan(n.owner) for n in ancestors(self.info.inner_outputs)):
@@ -324,7 +303,7 @@ class ScanPlan(Naming):
             inner_in = inner_in[: cut.n_own]
         else:
             inner_in, inner_out = self.b.run_inner_graph(self.node)
-        inner_in, inner_out, leaves = self._own_inputs(inner_in, inner_out, leaves)
+        inner_in, inner_out, leaves = own_inputs(self.api, inner_in, inner_out, leaves)
         fg = GraphView(inner_in + [v for v in leaves], inner_out)
         known = ByIdentity()
         lv = self.level

@@ -214,6 +214,12 @@ def _over_time(api, node, pos, axis) -> str:
         if axes is None or axis in tuple(axes):
             return f"{ops.FOLDS[ops.scalar(op)]} over the steps"
         return ""
+    fused = ops.fused_fold(op)
+    if fused is not None:  # sum(sqr(hs)) fused into one loop by the backend
+        axes = getattr(op, "axis", None)
+        if axes is None or axis in tuple(axes):
+            return f"{ops.FOLDS[fused]} of an elementwise expression over the steps"
+        return ""
     if ops.is_max_and_argmax(op):
         axes = getattr(op, "axis", None)
         if axes is None or axis in tuple(axes):

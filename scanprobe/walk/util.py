@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from scanprobe.backends import ops
+from scanprobe.backends.graphs import ByIdentity
 
 
 def _type_str(var) -> str:
@@ -143,3 +144,27 @@ def _shape_source(api, creator_node, leading=True):
 
 # ---------------------------------------------------------------------- readers
 
+
+# ---------------------------------------------------------------------- inner graphs
+
+
+def own_inputs(api, inner_in, inner_out, leaves):
+    """The step graph over fresh input variables of its own. PyTensor's scan inner inputs are
+    interned ``NominalVariable``s: the step's input ``*7`` is the very object that is input
+    ``*7`` of a scan nested in it, so a nested scan's sizes, read back onto this level, would
+    read another input (an RNN-RBM's bias `bv` sized by `bh`)."""
+    old = list(inner_in) + list(leaves)
+    fresh = []
+    for v in old:
+        f = v.type()
+        f.name = getattr(v, "name", None)
+        if hasattr(v, "tag") and hasattr(v.tag, "trace"):
+            f.tag.trace = v.tag.trace
+        fresh.append(f)
+    mapping = dict(zip(old, fresh))
+    outs = api.clone_replace(list(inner_out), replace=mapping)
+    new_leaves = ByIdentity()
+    for v, f in zip(list(leaves), fresh[len(inner_in):]):
+        dims = leaves[v]
+        new_leaves[f] = tuple(api.clone_replace(d, replace=mapping) if d.owner is not None else d for d in dims)
+    return fresh[: len(inner_in)], list(outs), new_leaves
