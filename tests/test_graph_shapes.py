@@ -1,5 +1,7 @@
 """Varied graphs: nested scans, while-scans, taps, transposes, truncated gradients, excluded rewrites."""
 
+import pytest
+
 from conftest import BACKEND, FIXTURES, scanprobe
 from helpers import buffers, findings
 
@@ -133,3 +135,26 @@ def test_shape_arithmetic_the_linkers_refuse_is_computed_node_by_node(backend):
     (value,) = Evaluation._interpret(types.SimpleNamespace(api=b.api), [total], {x: stand_in})
     assert int(value) == 40 * 7 + sum(range(40))
     assert Evaluation._interpret(types.SimpleNamespace(api=b.api), [x.sum()], {}) is None  # an unknown input
+
+
+@pytest.mark.parametrize("mode", ["FAST_COMPILE", None], ids=["fast_compile", "default"])
+def test_sizes_through_a_concatenated_step_are_numbers(backend, mode, monkeypatch):
+    """Issue 25, item 3: a GRU step that concatenates [x_t, h], every input shared: the gradient's
+    nit_sots read `800 x Subtensor(...) x Subtensor(...)`. Split's gradient builds its shape vector
+    with a set_subtensor, which the evaluation refused to run; it is shape arithmetic on a short
+    vector like MakeVector. Every buffer is a number and equals what the hooked run allocates."""
+    from groundtruth import compare, hooked, predicted
+
+    from scanprobe.pipeline import analyse_module
+
+    monkeypatch.setenv("TRUTH_MODE", mode or "")
+    (live,) = analyse_module(str(FIXTURES / "gru_concat.py"), mode=mode).live
+    pred = predicted(live.target)
+    assert pred and all(p["shape"] is not None for p in pred), [p for p in pred if p["shape"] is None]
+    linker = live.target.mode.linker.lower()
+    if not any(k in linker for k in ("vm", "py", "stack", "loop", "cvm")):
+        return  # a linker without Scan thunks to hook (numba): the sizes above are the check
+    with hooked(live.backend) as records:
+        live.session.realize(live.captured)()
+    real = list(records)
+    assert real and not compare(pred, real), compare(pred, real)

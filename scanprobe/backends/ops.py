@@ -84,6 +84,8 @@ _SHAPE_ARITHMETIC = frozenset({
     "Subtensor", "DimShuffle", "Join", "Assert", "CheckAndRaise", "SpecifyShape",
     "Rebroadcast", "Unbroadcast", "Sum", "Prod", "Max", "Min", "All", "Any", "CAReduce",
     "ScalarOp", "Composite", "Second",
+    # a shape vector with one entry set (Split's and Join's gradients build their shapes so)
+    "IncSubtensor",
 })
 #: allocations, views and shape arithmetic: what a step's buffers are made of (nested-step cut)
 _STRUCTURAL = frozenset({
