@@ -1,0 +1,46 @@
+"""Run a command beside N CPU-bound processes (a busy machine), and stop them after.
+
+Usage: python3 bench/busy.py N -- COMMAND ...
+e.g.   python3 bench/busy.py 14 -- bash .ci/run
+       python3 bench/busy.py 14 -- .venv-theano/bin/python -m pytest tests/test_profile.py
+
+The busy processes are plain Python loops, each in a session of its own, started before the
+command and killed (their process groups) when it ends, however it ends (an exception, Ctrl-C).
+Prints "busy N: exit CODE in S s" last; exits with the command's exit code. Issue 29 asks that the
+suite pass like this: no test may depend on how fast the machine is.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+
+def main(argv: list[str]) -> int:
+    if "--" not in argv or not argv[0].isdigit():
+        print(__doc__, file=sys.stderr)
+        return 2
+    n = int(argv[0])
+    command = argv[argv.index("--") + 1:]
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True,
+                              stdin=subprocess.DEVNULL) for _ in range(n)]
+    t0 = time.monotonic()
+    code = 2
+    try:
+        code = subprocess.call(command)
+    finally:
+        for p in loops:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+    print(f"busy {n}: exit {code} in {time.monotonic() - t0:.0f} s", flush=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
