@@ -11,7 +11,7 @@ run, and a library's own OpFromGraph (softmax) in a step.
 
 import pytest
 
-from conftest import FIXTURES, scanprobe
+from conftest import BACKEND, FIXTURES, scanprobe
 
 TRUTH = FIXTURES / "truth"
 
@@ -158,10 +158,15 @@ def test_reductions_through_an_elementwise_op_are_sp006_and_fixed(backend, mode)
                    for r in b["reads"]), b["reads"]
     env = {"STEPS": 300, "TRUTH_MODE": mode or ""}
     res = scanprobe("fix", TRUTH / "fold_elementwise.py", "--runs", "1", "--format", "json", env=env)
-    assert res.rc == 0, res
+    assert res.rc in (0, 1), res
     fixes = res.json()["fixes"]
     assert sorted(f["name"] for f in fixes) == ["energy", "spread"]
     for f in fixes:
+        if f["name"] == "energy" and BACKEND == "theano" and mode is None:
+            # Theano 1.0.5's save-mem keeps every row of this scan even written by hand with the
+            # running value (its 3-tap state then read by nothing): the fix is said not to pay
+            assert f["status"] == "failed" and "did not go down" in f["why_failed"] and res.rc == 1, f
+            continue
         assert f["status"] == "verified" and f["outputs_equal"] is True and f["after"]["remaining"] == {"SP006": 0}, f
         assert "Elemwise" in f["rewrites"][0]["detail"][0], f["rewrites"]
         # 300 rows of 4 float64 before (303 for the taps); a few rows after (Aesara keeps 9 in all)
