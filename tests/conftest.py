@@ -46,6 +46,10 @@ _PCH = _compile_cache.precompiled_header(ROOT, BACKEND, build=not _WORKER) if _C
 if _PCH is not None:
     _compile_cache.use_precompiled_header(BACKEND, _PCH)
 _SYNC = _compile_cache.SiblingSync(_CACHE) if (_CACHE is not None and _WORKER) else None
+#: the backends' flag variables as this run started: loading a backend in this process adds to
+#: them (Theano's blas.ldflags=), and the child every command starts would inherit that and say
+#: something else than in a user's shell, depending on which test ran first in this worker
+_START_FLAGS = {k: os.environ[k] for k in ("THEANO_FLAGS", "PYTENSOR_FLAGS", "AESARA_FLAGS") if k in os.environ}
 os.environ.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".cache" / "numba"))
 
 
@@ -146,6 +150,7 @@ def scanprobe(*args, env=None, cwd=None, timeout=600, isolated=False) -> Result:
     old = os.getcwd()
     os.chdir(cwd or ROOT)
     before = set(sys.modules)
+    env = {**_START_FLAGS, **env}  # the children see the flags a shell would give them
     try:
         res = CliRunner().invoke(main, [str(a) for a in args], env=env)
     finally:
