@@ -17,6 +17,7 @@ from abc import abstractmethod
 from scanprobe import records as R
 from scanprobe.backends.base import Backend, Built, ScanInfo
 from scanprobe.backends.hooks import Hooks, TraceLimit
+from scanprobe.backends.wrappers import Wrappers
 from scanprobe.errors import ScanprobeError
 
 _BUILD = threading.local()
@@ -117,7 +118,7 @@ class _CompileRecorder:
         return False
 
 
-class FamilyBackend(Hooks, Backend):
+class FamilyBackend(Wrappers, Hooks, Backend):
     """Shared implementation for the Theano family."""
 
     #: Names of the save-mem rewrites in the backend's optdb (any one running is enough).
@@ -372,31 +373,6 @@ class FamilyBackend(Hooks, Backend):
                     op.__dict__.pop(key, None)
                 else:
                     op.__dict__[key] = value
-
-    def wrapper_graph(self, op):
-        graph = super().wrapper_graph(op)
-        if graph is None and hasattr(op, "local_inputs"):  # Theano's OpFromGraph
-            return list(op.local_inputs), list(op.local_outputs)
-        return graph
-
-    def run_wrapper_graph(self, node):
-        """The graph an OpFromGraph runs: what its own compile makes of its inner graph, stopped
-        before linking. Theano, Aesara, PyTensor <= 3.1: the op compiles its inner graph in its own
-        mode (the default one unless the user gave it one, whatever the outer function's mode);
-        PyTensor >= 3.2: it links the inner graph the outer optimization left in the op. One
-        optimization per node."""
-        cache = self.__dict__.setdefault("_run_wrapper", weakref.WeakKeyDictionary())
-        if node not in cache:
-            op = node.op
-            linked = self._linked_inner(op)
-
-            def prepare():
-                if isinstance(getattr(type(op), "fn", None), property):
-                    op.fn  # noqa: B018 - the property compiles (and is stopped before linking)
-                else:  # Theano: prepare_node compiles
-                    op.prepare_node(node, None, None, "py")
-            cache[node] = linked if linked is not None else self._optimized_before_link(prepare)
-        return cache[node]
 
     def optimize_like_inner(self, node, inputs, outputs):
         """(inputs, outputs) of the graph ``inputs -> outputs`` optimized the way the Scan ``node``
