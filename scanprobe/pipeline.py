@@ -147,6 +147,12 @@ class _Steps:
         if self.progress is not None:
             self.progress.step(text)
 
+    def module_starts(self):
+        """The user's module is about to run (what --timeout holds; the backend's import is not it)."""
+        starts = getattr(self.progress, "module_starts", None)
+        if starts is not None:
+            starts()
+
 
 def analyse_module(
     spec: str,
@@ -196,6 +202,8 @@ def _analyse_module(spec, backend_name, mode, inputs, include_library, progress,
     if mode is not None:
         backend.resolve_mode(mode)  # fail fast on a bad --mode, before running user code
     session = CaptureSession(path, backend, mode_override=mode)
+    if isinstance(progress, _Steps):
+        progress.module_starts()
     step(f"running {path.name}")
     session.run()
     step("compiling the models' sampler functions")

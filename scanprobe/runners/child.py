@@ -41,6 +41,10 @@ class Result:
         self.msg.step = text
         self.save()
 
+    def module_starts(self):
+        self.msg.module_since = time.time()
+        self.save()
+
     def save(self):
         self.msg.write(self.path)
 

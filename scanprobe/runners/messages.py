@@ -105,6 +105,9 @@ class ChildResult:
     overran_s: float | None = None
     #: RSS just before the target is called: --memory-limit counts from here
     rss_baseline: int | None = None
+    #: when the user's module started running: --timeout holds loading from here (the backend's
+    #: own import before it has IMPORT_BUDGET_S, however busy the machine)
+    module_since: float | None = None
     #: the module is loaded and analysed: from here each step outside the calls has the loading
     #: budget of its own (compiling one target's original or fixed function), not all of them
     loaded: bool = False

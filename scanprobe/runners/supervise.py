@@ -174,7 +174,7 @@ def _supervise(proc, spec, timeout, memory_limit, load_timeout, on_step, t0):
             killed_for = KilledFor.LOAD_MEMORY  # loading: the module's import, compiling, analysing
         elif running_since is not None and time.time() - running_since > timeout:
             killed_for = KilledFor.TIMEOUT
-        elif running_since is None and time.monotonic() - clock - (current.ran_s - ran_at_clock) > load_timeout:
+        elif running_since is None and _loading_over(current, clock, ran_at_clock, t0, load_timeout):
             killed_for = KilledFor.LOAD_TIMEOUT
         if killed_for:  # run_child kills it and all it started
             break
@@ -183,6 +183,20 @@ def _supervise(proc, spec, timeout, memory_limit, load_timeout, on_step, t0):
             on_step(step)
         time.sleep(0.02)
     return killed_for, peak
+
+
+#: the backend's import in the child, before the user's module runs: scanprobe's own work, not
+#: held to --timeout (a 3 s timeout must not fail on a busy machine's slow import), but bounded
+IMPORT_BUDGET_S = 600.0
+
+
+def _loading_over(current, clock, ran_at_clock, t0, load_timeout) -> bool:
+    """Whether loading (or, once loaded, the current step outside the calls) passed its budget."""
+    if current.loaded:
+        return time.monotonic() - clock - (current.ran_s - ran_at_clock) > load_timeout
+    if current.module_since is None:
+        return time.monotonic() - t0 > max(load_timeout, IMPORT_BUDGET_S)
+    return time.time() - current.module_since - current.ran_s > load_timeout
 
 
 def _finished(data, code, killed_for, peak, load_timeout, t0, log_text) -> ChildResult:
