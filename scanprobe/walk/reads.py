@@ -191,6 +191,23 @@ def _fold_through(api, lv, node, v, axis, depth=0):
     return deeper[0], deeper[1], f"{deeper[2]} of {name}"
 
 
+def _inner_fold(api, inner, node, v, axis, depth=0) -> str:
+    """Inside a wrapped graph (PyTensor 3.3's FusedElemwise: an elementwise loop with the
+    reduction folded in): ``"sum of an elementwise expression over the steps"`` when ``node`` is
+    an elementwise op over the rows of ``v`` whose result only a fold over ``axis`` reads."""
+    if depth > 6 or not elementwise_over_steps(node, v, axis):
+        return ""
+    out = node.outputs[0]
+    users = list(inner.clients.get(out, []))
+    if len(users) != 1 or users[0][0] == "output":
+        return ""
+    user, pos = users[0]
+    folded = _over_time(api, user, pos, axis)
+    if folded:
+        return folded.replace(" over the steps", " of an elementwise expression over the steps")
+    return _inner_fold(api, inner, user, out, axis, depth + 1)
+
+
 def _reduction_name(op) -> str:
     if getattr(op, "fgraph", None) is not None:  # a wrapper (PyTensor 3.3's ScalarCAReduce)
         return str(op)
@@ -207,7 +224,8 @@ def _over_time(api, node, pos, axis) -> str:
         # the wrapped graph does with this input, when one op reads it
         users = [c for c in inner.clients.get(inner.inputs[pos], []) if c[0] != "output"]
         if len(users) == 1:
-            return _over_time(api, users[0][0], users[0][1], axis)
+            user, upos = users[0]
+            return _over_time(api, user, upos, axis) or _inner_fold(api, inner, user, inner.inputs[pos], axis)
         return ""
     if isinstance(op, api.CAReduce) and ops.scalar(op) in ops.FOLDS:
         axes = getattr(op, "axis", None)
