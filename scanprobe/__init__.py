@@ -2,7 +2,23 @@
 
 from scanprobe.contracts import FIX_SCHEMA, PROFILE_SCHEMA, REPORT_SCHEMA, __version__
 
-__all__ = ["FIX_SCHEMA", "PROFILE_SCHEMA", "REPORT_SCHEMA", "__version__", "fix", "record_gradients"]
+__all__ = ["FIX_SCHEMA", "PROFILE_SCHEMA", "REPORT_SCHEMA", "__version__", "fix", "inspect", "record_gradients"]
+
+
+def inspect(obj, **kwargs):
+    """``scanprobe.inspect(obj)``: the report of ``scanprobe inspect`` for a compiled function, a
+    PyMC model or symbolic outputs (``inputs=[x]``), in this process; displayed as a table in a
+    notebook. See :mod:`scanprobe.inspection` (imported on first use)."""
+    from scanprobe.inspection import inspect as _inspect
+
+    return _inspect(obj, **kwargs)
+
+
+def load_ipython_extension(ipython):
+    """``%load_ext scanprobe``: the ``%scanprobe`` line magic and ``%%scanprobe`` cell magic."""
+    from scanprobe.ipython import load
+
+    load(ipython)
 
 
 def fix(*args, **kwargs):

@@ -474,8 +474,14 @@ class CaptureSession:
                 mod = sys.modules.get(name)
                 if name == modname or (mod is not None and self.is_user_file(getattr(mod, "__file__", "") or "")):
                     sys.modules.pop(name, None)
+        self.name_functions(module.__dict__)
+        return module
+
+    def name_functions(self, namespace: dict) -> None:
+        """Name each captured compile by the names that bind it in ``namespace`` (suffixes where
+        two would get the same name)."""
         self._index_names()
-        bound = bindings(module.__dict__)
+        bound = bindings(namespace)
         for cap in self.functions:
             names = [n for n, v in bound if any(_is_function_of(w, cap) for w in wrapped(v))]
             cap.names = sorted(names, key=lambda n: ("[" in n, n))
@@ -488,7 +494,6 @@ class CaptureSession:
                 cap.names = [f"{label}#{seen[label]}"]
             else:
                 seen[label] = 1
-        return module
 
     def user_targets(self, include_library=False) -> list[Captured]:
         return [c for c in self.functions if c.origin in ("user", "framework", "model") or include_library]

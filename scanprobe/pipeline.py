@@ -184,11 +184,9 @@ def analyse_module(
 def _analyse_module(spec, backend_name, mode, inputs, include_library, progress, settings, pictures,
                     full_formulas) -> Analysis:
     from scanprobe.backends import resolve
-    from scanprobe.inputs import knowledge_for, parse_input_spec
+    from scanprobe.inputs import parse_input_spec
     from scanprobe.loading import CaptureSession
     from scanprobe.model_targets import add_model_targets
-    from scanprobe.walk.picture import picture
-    from scanprobe.walk.walker import analyse
 
     path, wanted = split_target(spec)
     check_file(path)
@@ -235,10 +233,39 @@ def _analyse_module(spec, backend_name, mode, inputs, include_library, progress,
     module_inputs = session.module_inputs()
     used: set = set()
     analysis = Analysis(report)
+    analyse_targets(analysis, session, selected, specs, settings, progress=step, pictures=pictures,
+                    full_formulas=full_formulas, module_inputs=module_inputs, used=used)
+    stray = [k for k in module_inputs if f"SCANPROBE_INPUTS:{k}" not in used]
+    if stray:
+        report.notes.append(
+            f"SCANPROBE_INPUTS names {', '.join(map(repr, stray))}, which no analysed target takes as an input; "
+            + _inputs_text(analysis)
+        )
+    unused = [s for s in specs if s.text not in used]
+    if unused:
+        raise ScanprobeError(f"no input named {unused[0].name!r} in the analysed targets", hint=_inputs_text(analysis))
+    report.findings.sort(key=lambda f: (-(f.bytes or 0), f.target, f.message))
+    return analysis
+
+
+def analyse_targets(analysis, session, selected, specs=(), settings=None, *, progress=None, pictures=False,
+                    full_formulas=False, module_inputs=None, used=None, built_for=None) -> None:
+    """Build, walk, classify and check each captured call in ``selected``; the records, verdicts
+    and findings go into ``analysis.report`` (shared by the commands and ``scanprobe.inspect``).
+    ``built_for(cap)``: the optimized graph when it is not built from the captured arguments (a
+    function compiled before scanprobe saw it)."""
+    from scanprobe.inputs import knowledge_for
+    from scanprobe.walk.picture import picture
+    from scanprobe.walk.walker import analyse
+
+    report, backend = analysis.report, session.backend
+    step = progress or (lambda text: None)
+    module_inputs = session.module_inputs() if module_inputs is None else module_inputs
+    used = set() if used is None else used
     for cap in selected:
         step(f"optimizing {cap.label}")
-        built = session.build(cap)
-        knowledge = knowledge_for(cap, built.fgraph.inputs, module_inputs, specs, used)
+        built = built_for(cap) if built_for is not None else session.build(cap)
+        knowledge = knowledge_for(cap, built.fgraph.inputs, module_inputs, list(specs), used)
         step(f"analysing {cap.label}")
         walked = analyse(backend, built, cap, knowledge, session, full_formulas)
         target = walked.target
@@ -253,17 +280,6 @@ def _analyse_module(spec, backend_name, mode, inputs, include_library, progress,
         if pictures:
             with backend.without_traces():
                 report.pictures[target.name] = picture(backend, built, walked, verdicts)
-    stray = [k for k in module_inputs if f"SCANPROBE_INPUTS:{k}" not in used]
-    if stray:
-        report.notes.append(
-            f"SCANPROBE_INPUTS names {', '.join(map(repr, stray))}, which no analysed target takes as an input; "
-            + _inputs_text(analysis)
-        )
-    unused = [s for s in specs if s.text not in used]
-    if unused:
-        raise ScanprobeError(f"no input named {unused[0].name!r} in the analysed targets", hint=_inputs_text(analysis))
-    report.findings.sort(key=lambda f: (-(f.bytes or 0), f.target, f.message))
-    return analysis
 
 
 def _inputs_text(analysis) -> str:

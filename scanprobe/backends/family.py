@@ -205,7 +205,8 @@ class FamilyBackend(Wrappers, Hooks, Backend):
 
     def built_from_function(self, fn) -> Built:
         maker = fn.maker
-        return Built(maker, (), {}, maker.mode, "library mode", 0.0, function=fn)
+        _, label = self.resolve_mode(maker.mode)
+        return Built(maker, (), {}, maker.mode, f"{label}, as compiled", 0.0, function=fn)
 
     def realize(self, built):
         if built.function is None:

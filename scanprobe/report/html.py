@@ -27,12 +27,84 @@ def _e(x) -> str:
 
 
 def render(report, pictures: dict | None = None) -> str:
-    """The report as HTML; ``pictures`` maps target names to SVG text."""
-    pictures = pictures or {}
-    parts = [
+    """The report as one HTML page; ``pictures`` maps target names to SVG text."""
+    head = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>scanprobe: {_e(os.path.basename(report.file))}</title><style>{_CSS}</style></head><body>",
         f"<h1>scanprobe report: {_e(os.path.basename(report.file))}</h1>",
+    ]
+    return "\n".join(head + _body(report, pictures or {}, graph_note=True) + ["</body></html>"])
+
+
+#: the page's style, every rule scoped to the fragment's box (a notebook's page is not ours)
+_SCOPE = "scanprobe-report"
+
+
+def _scoped_css() -> str:
+    rules = []
+    for rule in _CSS.replace("\n", "").split("}"):
+        if "{" not in rule:
+            continue
+        selectors, body = rule.split("{", 1)
+        scoped = []
+        for sel in selectors.split(" "):
+            sel = sel.strip()
+            if not sel:
+                continue
+            scoped.append(f".{_SCOPE}" if sel == "body" else f".{_SCOPE} {sel}")
+        rules.append(",".join(scoped) + "{" + body + "}")
+    return "".join(rules)
+
+
+def render_fragment(report, title: str | None = None) -> str:
+    """The report as a fragment for a notebook's output (``scanprobe.inspect``'s ``_repr_html_``):
+    no page, styles scoped to its own box, no scripts, no external assets; a bar chart of the
+    largest buffers drawn as inline SVG."""
+    title = title or os.path.basename(report.file)
+    parts = [f"<div class='{_SCOPE}'><style>{_scoped_css()}</style>",
+             f"<h1>scanprobe: {_e(title)}</h1>"]
+    chart = bar_chart(report)
+    return "\n".join(parts + ([chart] if chart else []) + _body(report, {}, graph_note=False) + ["</div>"])
+
+
+def bar_chart(report, largest: int = 8) -> str:
+    """An inline SVG: the ``largest`` buffers with a known size, one bar each, coloured by
+    verdict (removable red, kept full yellow, reduced green)."""
+    rows = []
+    for t in report.targets:
+        verdicts = report.verdict_map(t.name)
+        for s in t.scans:
+            for b in s.buffers:
+                if b.bytes:
+                    v = verdicts.get((b.scan_id, b.role, b.index))
+                    colour = "#b00020" if v and v.verdict.droppable else (
+                        "#1b7f3b" if v and v.status is Status.REDUCED else "#c9a400")
+                    label = f"{t.name} #{s.id} {b.belongs_to}" if len(report.targets) > 1 else f"#{s.id} {b.belongs_to}"
+                    rows.append((b.bytes, label, colour))
+    if not rows:
+        return ""
+    rows = sorted(rows, key=lambda r: -r[0])[:largest]
+    top = rows[0][0]
+    bar_h, label_w, bar_w = 18, 260, 320
+    height = bar_h * len(rows) + 4
+    out = [f"<svg class='bars' xmlns='http://www.w3.org/2000/svg' width='{label_w + bar_w + 90}' height='{height}' "
+           f"role='img' aria-label='largest scan buffers'>"]
+    for i, (nbytes, label, colour) in enumerate(rows):
+        y = i * bar_h + 2
+        w = max(1, round(bar_w * nbytes / top))
+        out.append(f"<text x='{label_w - 6}' y='{y + 13}' text-anchor='end' font-size='12'>{_e(_short(label, 40))}</text>"
+                   f"<rect x='{label_w}' y='{y + 2}' width='{w}' height='{bar_h - 5}' fill='{colour}'/>"
+                   f"<text x='{label_w + w + 4}' y='{y + 13}' font-size='12'>{_e(human_bytes(nbytes))}</text>")
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def _body(report, pictures: dict, graph_note: bool) -> list[str]:
+    parts = [
         f"<p class='note'>{_e(report.backend)} {_e(report.backend_version)} ({_e(report.backend_why)})</p>",
     ]
     summary = report.summary
@@ -95,10 +167,9 @@ def render(report, pictures: dict | None = None) -> str:
         if svg:
             start = svg.find("<svg")
             parts.append(f"<div class='graph'>{svg[start:] if start >= 0 else svg}</div>")
-        else:
+        elif graph_note:
             parts.append("<p class='note'>graph picture not drawn: graphviz's <code>dot</code> is not installed</p>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    return parts
 
 
 def pictures_for(report) -> dict:

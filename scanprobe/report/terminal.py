@@ -14,11 +14,12 @@ def _console(out, color):
     tty = hasattr(out, "isatty") and out.isatty()
     return Console(
         file=out,
-        force_terminal=True if color is True else None,
+        force_terminal=True if color is True else (None if tty else False),
         no_color=(color is False) or (not tty and color is not True),
         width=None if tty else 150,
         highlight=False,
         soft_wrap=not tty,
+        force_jupyter=False,  # in a notebook's kernel too: the text goes to ``out``, not to a display
     )
 
 

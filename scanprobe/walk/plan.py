@@ -135,6 +135,15 @@ class ScanPlan(Naming):
             hits = [c for c in calls if (c.name or "scan_fn") == part]
             if hits and len({(h.site.file, h.site.line) for h in hits}) == 1:
                 return hits[0].site
+        # a function compiled before scanprobe saw it (``scanprobe.inspect(f)``): a rewritten
+        # Scan's outputs have an empty trace, but the state buffers the user's scan call built
+        # (its initial values written into an empty buffer) keep theirs: the scan call's line
+        if not self.info.name or not self.info.name.startswith("grad_of_"):
+            for role, _, outer_in, _, _ in self.buffers:
+                if role != "nit_sot" and outer_in is not None and outer_in.owner is not None:
+                    site = self.w.session.user_site_from_trace(outer_in)
+                    if site is not None:
+                        return site
         return None
 
     def _outer_inputs(self, call):
