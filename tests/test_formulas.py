@@ -11,10 +11,13 @@ import pytest
 
 from conftest import FIXTURES, SAMPLES, scanprobe
 
-#: every shipped sample and fixture that analyses cleanly (the bad_* ones stop on purpose)
+#: every shipped sample and fixture that analyses cleanly (the bad_* ones stop on purpose; the
+#: hog_* ones allocate gigabytes at import for the memory-limit tests: 70 s of writing 6 GiB here;
+#: slow_import sleeps 6 s for the progress tests)
 FILES = sorted(
     [p for p in SAMPLES.glob("[!_]*.py") if "seed001_function" not in p.name]
-    + [p for p in FIXTURES.glob("[!_]*.py") if not p.name.startswith(("bad_", "run_behaviours", "excluded", "pymc_factory"))]
+    + [p for p in FIXTURES.glob("[!_]*.py")
+       if not p.name.startswith(("bad_", "run_behaviours", "excluded", "pymc_factory", "hog_", "slow_"))]
 )
 
 
