@@ -115,6 +115,37 @@ def test_pymc_model_gives_its_sampler_functions(backend):
             [b["bytes"] for s in theirs["scans"] for b in s["buffers"]]
 
 
+def test_a_fixed_function_displays_before_and_after(backend, mean_pool):
+    ns = mean_pool
+    fixed = sp.fix([ns["x"]], ns["pooled"])
+    assert "call it once" in repr(fixed) and "SP006" in repr(fixed)
+    short = ns["SCANPROBE_INPUTS"]["x"][:100]
+    out = fixed(short)
+    assert out.shape == (64, 256)
+    text = repr(fixed)
+    assert "verified" in text and "SP006 -> none" in text, text
+    before, after = fixed.comparison()["before"], fixed.comparison()["after"]
+
+    def total(insp):
+        return sum(b.bytes for t in insp.report.targets for s in t.scans for b in s.buffers)
+
+    assert total(after) * 10 < total(before)  # 101 rows of the history -> a running sum's 2 rows
+    html = fixed._repr_html_()
+    assert "<table>" in html and "SP006" in html and "<script" not in html
+
+
+def test_fix_of_a_pymc_model_gives_verified_sampler_functions(backend):
+    pytest.importorskip("pymc")
+    ns = _run_sample(SAMPLES / "pymc_garch.py")
+    model = next(v for k, v in ns.items() if type(v).__name__ == "Model")
+    fixed = sp.fix(model)
+    assert "model.logp_dlogp" in fixed, sorted(fixed)
+    checks = fixed.verify_all()
+    assert all(c["status"] == "verified" for c in checks.values()), checks
+    text = repr(fixed)
+    assert "pm.sample does not call these" in text and "-> none" in text, text
+
+
 # ------------------------------------------------------------------ a real notebook
 _MODULE = {"theano": "theano", "pytensor": "pytensor", "aesara": "aesara"}
 
@@ -147,6 +178,15 @@ states = th.function([x], hs.mean(axis=0))""",
         "scanprobe.inspect(42)",
         "%%scanprobe\nraise ValueError('the cell failed')",
     ]
+    if _has_pymc():
+        cells.append("""import pymc as pm
+with pm.Model() as garch:
+    sigma = pm.HalfNormal("sigma", 1.0)
+    def ar(prev, s):
+        return 0.9 * prev + s
+    path = th.scan(ar, outputs_info=[pt_zeros], non_sequences=[sigma], n_steps=200)[0]
+    pm.Potential("smooth", -(path ** 2).sum())""".replace("pt_zeros", "T.zeros((16,))"))
+        cells.append("%scanprobe garch")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     # the kernel is this environment's Python, whatever kernels the machine has installed
     spec = tmp_path / "jupyter" / "kernels" / "scanprobe-test"
@@ -161,13 +201,19 @@ states = th.function([x], hs.mean(axis=0))""",
     return nb
 
 
+def _has_pymc() -> bool:
+    import importlib.util
+
+    return BACKEND == "pytensor" and importlib.util.find_spec("pymc") is not None
+
+
 def _outputs(cell, kind):
     return [o for o in cell.outputs if o.output_type == kind]
 
 
 def test_a_real_notebook_displays_the_report_and_runs_the_magics(backend, tmp_path, monkeypatch):
     nb = _notebook(tmp_path, monkeypatch)
-    setup, direct, load, line, cell, missing, bad, failing = nb.cells
+    setup, direct, load, line, cell, missing, bad, failing = nb.cells[:8]
     assert not _outputs(setup, "error"), setup.outputs
     for c, rows in ((direct, 51), (line, 71), (cell, 41)):
         (res,) = _outputs(c, "execute_result")
@@ -184,13 +230,19 @@ def test_a_real_notebook_displays_the_report_and_runs_the_magics(backend, tmp_pa
         (res,) = _outputs(c, "execute_result")
         scan_line = setup.source.splitlines().index(next(ln for ln in setup.source.splitlines()
                                                          if ln.startswith("hs = th.scan"))) + 1
-        assert f"In[1]:{scan_line}" in res.data["text/plain"]  # the scan's line, in the first cell
+        assert f"In[1]:{scan_line}" in res.data["text/plain"], res.data["text/plain"]  # the scan's line
     for c, text in ((missing, "no_such_name"), (bad, "cannot analyse a int")):
         assert not _outputs(c, "error") and not _outputs(c, "execute_result"), c.outputs
         err = "".join(o.text for o in _outputs(c, "stream") if o.name == "stderr")
         assert "error:" in err and text in err and "hint:" in err and "Traceback" not in err, err
     (error,) = _outputs(failing, "error")  # the user's own failure: IPython's traceback, the user's error
     assert error.ename == "ValueError" and error.evalue == "the cell failed"
+    if _has_pymc():  # a PyMC model: its sampler functions, as the command line finds them
+        build, magic = nb.cells[8:]
+        assert not _outputs(build, "error"), build.outputs
+        (res,) = _outputs(magic, "execute_result")
+        html = res.data["text/html"]
+        assert "garch.logp_dlogp" in html and "<table>" in html and "SP006" in html, res.data["text/plain"]
 
 
 def test_the_html_display_renders_in_a_browser(backend, mean_pool, tmp_path):

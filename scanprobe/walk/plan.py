@@ -138,10 +138,14 @@ class ScanPlan(Naming):
         # a function compiled before scanprobe saw it (``scanprobe.inspect(f)``): a rewritten
         # Scan's outputs have an empty trace, but the state buffers the user's scan call built
         # (its initial values written into an empty buffer) keep theirs: the scan call's line
+        # (its initial values written into an empty buffer) keep theirs, or (Theano) the slice
+        # of each sequence to the loop's length that scan() makes: the scan call's line
         if not self.info.name or not self.info.name.startswith("grad_of_"):
-            for role, _, outer_in, _, _ in self.buffers:
-                if role != "nit_sot" and outer_in is not None and outer_in.owner is not None:
-                    site = self.w.session.user_site_from_trace(outer_in)
+            made = [outer_in for role, _, outer_in, _, _ in self.buffers if role != "nit_sot"]
+            made += [v for v in self.args.outer_in_seqs if v.owner is not None and ops.is_index_read(v.owner.op)]
+            for var in made:
+                if var is not None and var.owner is not None:
+                    site = self.w.session.user_site_from_trace(var)
                     if site is not None:
                         return site
         return None
