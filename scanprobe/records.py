@@ -95,6 +95,14 @@ class Read:
     via_dimshuffle: bool = False
     site: Site | None = None
     scan: str = ""
+    #: the user's own expression for the op at ``site`` (``hs.mean(axis=0)`` for ``Sum{Add}``),
+    #: "" where none is unambiguous (walk/expressions.py)
+    expr: str = ""
+
+    @property
+    def shown(self) -> str:
+        """What a person reads for the op: the user's expression where there is one."""
+        return f"`{self.expr}`" if self.expr else self.op
 
 
 @dataclass

@@ -149,9 +149,12 @@ def test_reductions_through_an_elementwise_op_are_sp006_and_fixed(backend, mode)
     elementwise op over the rows whose result only a fold reads is a fold of that op; the fix
     carries the running value of the elementwise result (mit_sot states too) and is verified."""
     body = _inspect("fold_elementwise.py", mode)
-    for target, role, fold in (("energy", "mit_sot", "sum"), ("spread", "sit_sot", "max")):
+    for target, role, fold, written in (("energy", "mit_sot", "sum", "(ys ** 2).sum()"),
+                                        ("spread", "sit_sot", "max", "abs(traj - 1.0).max(axis=0)")):
         (f,) = _findings(body, target, "SP006")
         assert fold in f["message"] and f["severity"] == "warning", f["message"]
+        # in the user's terms: the expression written, not the (fused) op that computes it
+        assert f"`{written}`" in f["message"] and "Elemwise" not in f["message"].split(" (")[0], f["message"]
         ((_, b),) = [(s, b) for s, b in _buffers(body, target) if b["role"] == role]
         assert b["verdict"] == "folded" and f["bytes"] == b["bytes"], b
         assert any(r["kind"] == "reduction" and ("Elemwise" in r["detail"] or "elementwise" in r["detail"])

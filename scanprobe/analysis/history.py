@@ -71,11 +71,11 @@ def describe_read(r: Read) -> str:
     if r.kind == "scan_input":
         return f"passed whole into scan `{r.scan}`"
     if r.kind == "reduction":
-        return f"folded by {r.op}{at}: {r.detail}"
+        return f"folded by {r.shown}{at}: {r.detail}"
     if r.kind == "computation":
-        return f"read in full by {r.op}{at}"
+        return f"read in full by {r.shown}{at}"
     if r.kind == "product":
-        return f"multiplied out by {r.op}{at} after the loop ({r.detail})"
+        return f"multiplied out by {r.shown}{at} after the loop ({r.detail})"
     if r.kind == "rows":
         return f"{r.detail} read by {r.op}{at}"
     if r.kind == "opaque":

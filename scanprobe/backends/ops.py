@@ -13,6 +13,7 @@ the same answers hold for whichever library is loaded.
 
 from __future__ import annotations
 
+import ast
 from enum import Enum
 
 
@@ -151,6 +152,49 @@ def fused_fold(op) -> Scalar | None:
         return None
     s = scalar(root.op)
     return s if s in FOLDS else None
+
+
+#: how a user writes what an op computes: (method or function names, Python operators); by fold
+#: (a reduction's kind in text, ``FOLDS``' values and "dot") or by elementwise scalar op
+_SPELLINGS = {
+    "sum": (frozenset({"sum", "mean", "average", "var", "std", "nansum", "norm"}), ()),
+    "product": (frozenset({"prod"}), ()),
+    "max": (frozenset({"max", "amax", "argmax"}), ()),
+    "min": (frozenset({"min", "amin", "argmin"}), ()),
+    "all": (frozenset({"all"}), ()),
+    "any": (frozenset({"any"}), ()),
+    "dot": (frozenset({"dot", "tensordot", "matmul", "batched_dot", "einsum"}), (ast.MatMult,)),
+    Scalar.POW: (frozenset({"pow", "power", "sqr", "square"}), (ast.Pow,)),
+    Scalar.SQR: (frozenset({"sqr", "square"}), (ast.Pow,)),
+    Scalar.MUL: (frozenset({"mul", "multiply"}), (ast.Mult,)),
+    Scalar.ADD: (frozenset({"add"}), (ast.Add,)),
+    Scalar.SUB: (frozenset({"sub", "subtract"}), (ast.Sub,)),
+    Scalar.TRUE_DIV: (frozenset({"true_div", "true_divide", "divide"}), (ast.Div,)),
+    Scalar.NEG: (frozenset({"neg", "negative"}), (ast.USub,)),
+    Scalar.ABS: (frozenset({"abs", "abs_"}), ()),
+    Scalar.MAX: (frozenset({"maximum"}), ()),
+    Scalar.MIN: (frozenset({"minimum"}), ()),
+}
+
+
+def user_spellings(op, fold: str = "") -> tuple[frozenset, tuple]:
+    """(names, operators) a user writes for what ``op`` computes: ``fold`` is the reduction's
+    text when ``op`` folds a history ("sum over the steps": ``sum``, ``mean``, ...); otherwise
+    the elementwise op's scalar op (``Pow``: ``**``; a function such as ``Tanh``: ``tanh``) or a
+    dot product (``dot``, ``@``). Nothing for ops a user does not write (fused loops, views)."""
+    if fold:
+        words = fold.replace("(", " ").split()
+        key = "dot" if "dot" in words else next((w for w in words if w in _SPELLINGS), "")
+        return _SPELLINGS.get(key, (frozenset(), ()))
+    if is_dot(op):
+        return _SPELLINGS["dot"]
+    s = scalar(op)
+    if s is None or s is Scalar.COMPOSITE:
+        return frozenset(), ()
+    if s is Scalar.OTHER:  # tanh, exp, log, sigmoid: the user calls a function of that name
+        inner = getattr(op, "scalar_op", op)
+        return frozenset({_class(inner).lower()}), ()
+    return _SPELLINGS.get(s, (frozenset(), ()))
 
 
 def is_cast_like(op) -> bool:

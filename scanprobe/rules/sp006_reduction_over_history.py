@@ -61,7 +61,7 @@ class ReductionOverHistory(Rule):
                 continue
             buf, scan = v.buffer, v.scan
             size = human_bytes(buf.bytes) if buf.bytes is not None else buf.bytes_formula()
-            by = "; ".join(sorted({f"{r.op} ({r.detail})" for r in folds}))
+            by = "; ".join(sorted({f"{r.shown} ({r.detail})" for r in folds}))
             findings.append(
                 self.finding(
                     target,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from scanprobe import records as R
 from scanprobe.backends import ops
+from scanprobe.walk.expressions import user_expression
 from scanprobe.backends.graphs import ancestors
 
 def reader_index_vars(plan, outer_out):
@@ -69,7 +70,8 @@ def reads(plan, outer_out, buf, lead_var=None, gradient=False) -> list[R.Read]:
                 if pos == 0 and (ops.is_dimshuffle(op) or ops.is_pass_through(op) or ops.is_reshape(op)):
                     stack.append((node.outputs[0], None, None, via_ds, depth + 1, False, False))
                 elif ops.dot_operands(op) is not None and pos in ops.dot_operands(op):
-                    reads.append(R.Read("product", opname, "a product with the steps merged into one axis", via_ds, site))
+                    reads.append(R.Read("product", opname, "a product with the steps merged into one axis", via_ds, site,
+                                        expr=user_expression(site, op)))
                 else:
                     reads.append(R.Read("computation", ops.display_with_scalar(op), "reshaped", via_ds, site))
                 continue
@@ -144,15 +146,18 @@ def reads(plan, outer_out, buf, lead_var=None, gradient=False) -> list[R.Read]:
                 continue
             folded = _over_time(api, node, pos, axis)
             if folded:
-                reads.append(R.Read("reduction", _reduction_name(op), folded, via_ds, site))
+                reads.append(R.Read("reduction", _reduction_name(op), folded, via_ds, site,
+                                    expr=user_expression(site, op, folded)))
                 continue
             through = _fold_through(api, lv, node, v, axis)
             if through is not None:  # (hs ** 2).sum(): an elementwise op whose result only a fold reads
                 fold_node, fold_text, chain = through
+                fold_site = plan.w.session.user_site_from_trace(fold_node.outputs[0]) or site
                 reads.append(R.Read("reduction", _reduction_name(fold_node.op), f"{fold_text} of {chain}",
-                                    via_ds, plan.w.session.user_site_from_trace(fold_node.outputs[0]) or site))
+                                    via_ds, fold_site, expr=user_expression(fold_site, fold_node.op, fold_text)))
                 continue
-            reads.append(R.Read("computation", ops.display_with_scalar(op), _rows_str(rows), via_ds, site))
+            reads.append(R.Read("computation", ops.display_with_scalar(op), _rows_str(rows), via_ds, site,
+                                expr=user_expression(site, op)))
     return reads
 
 
