@@ -166,6 +166,23 @@ def scanprobe(*args, env=None, cwd=None, timeout=600, isolated=False) -> Result:
     return Result(res.exit_code, res.stdout, res.stderr)
 
 
+#: legs that run a backend version another leg runs on another Python: there, the tests marked
+#: ``same_backend`` (sizes against what the backend allocates, whole training steps compiled and
+#: run: what the backend decides, not Python) run once, on the leg named
+SAME_BACKEND_AS = {"pytensor-3.3-py313": "pytensor-3.3"}
+
+
+def pytest_collection_modifyitems(config, items):
+    twin = SAME_BACKEND_AS.get(os.environ.get("SCANPROBE_LEG", ""))
+    if not twin or os.environ.get("SCANPROBE_ALL_TESTS"):
+        return
+    skip = pytest.mark.skip(reason=f"the same backend version runs this on the {twin} leg "
+                                   "(SCANPROBE_ALL_TESTS=1 runs it here too)")
+    for item in items:
+        if item.get_closest_marker("same_backend"):
+            item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True)
 def _modules_from_other_workers():
     """Modules the other workers compiled, copied into this worker's cache before each test."""

@@ -13,6 +13,8 @@ from groundtruth import compare, predicted, run_recorded
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.same_backend  # once per backend version (conftest.SAME_BACKEND_AS)
+
 FILES = {"lstm": ROOT / "sample_graphs" / "lstm_classifier.py",
          "gru": ROOT / "tests" / "fix_samples" / "SP007_running_tape.py"}
 

@@ -12,6 +12,8 @@ from groundtruth import compare, predicted, run_recorded
 
 from conftest import ROOT, SAMPLES, scanprobe
 
+pytestmark = pytest.mark.same_backend  # once per backend version (conftest.SAME_BACKEND_AS)
+
 FILES = {  # (file, budget, environment)
     "lstm": (SAMPLES / "lstm_classifier.py", 100_000, {"LSTM_STEPS": "60"}),
     "gru": (ROOT / "tests" / "fix_samples" / "SP007_running_tape.py", 2_000, {}),

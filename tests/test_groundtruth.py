@@ -14,6 +14,8 @@ from groundtruth import compare, evaluated, hooked, predicted
 
 from conftest import FIXTURES
 
+pytestmark = pytest.mark.same_backend  # once per backend version (conftest.SAME_BACKEND_AS)
+
 TRUTH = FIXTURES / "truth"
 FILES = sorted(p.name for p in TRUTH.glob("[!_]*.py"))
 MODES = ["FAST_COMPILE", None]

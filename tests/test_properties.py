@@ -17,7 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_groundtruth import run_and_record
 
+import pytest
+
 from conftest import BACKEND, FIXTURES
+
+pytestmark = pytest.mark.same_backend  # once per backend version (conftest.SAME_BACKEND_AS)
 
 MODES = {"theano": ["FAST_COMPILE", "FAST_RUN"], "pytensor": ["FAST_COMPILE", "CVM"]}
 
