@@ -22,7 +22,7 @@ LAYERS = [
     ("runners",),
     ("report",),
     ("commands",),
-    ("api", "pytest_plugin"),
+    ("api", "inspection", "ipython", "pytest_plugin"),
     ("cli", "__main__", ""),
 ]
 #: The graph libraries; only their adapters import them.

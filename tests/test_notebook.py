@@ -19,10 +19,15 @@ MEAN_POOL = SAMPLES / "rnn_mean_pool.py"
 def _run_sample(path):
     """The sample module run as a user's notebook would run its code: real compiled functions."""
     sys.path.insert(0, str(path.parent))
+    before = set(sys.modules)
     try:
         return runpy.run_path(str(path))
     finally:
         sys.path.remove(str(path.parent))
+        # the samples' `_backend` is not the fixtures' (other tests of this worker import theirs)
+        for name in set(sys.modules) - before:
+            if str(getattr(sys.modules[name], "__file__", None) or "").startswith(str(path.parent)):
+                del sys.modules[name]
 
 
 @pytest.fixture(scope="module")
