@@ -6,6 +6,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export THEANO_FLAGS="${THEANO_FLAGS:-base_compiledir=$ROOT/.cache/theano}"
 export NUMBA_CACHE_DIR="${NUMBA_CACHE_DIR:-$ROOT/.cache/numba}"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
+# Theano keys some C modules by Python's string hash: a fixed seed lets every test process reuse them
+# (scanprobe's own children get the same seed: runners/supervise.py)
+export PYTHONHASHSEED="${PYTHONHASHSEED:-0}"
 
 # name            python  backend   project extras (test is added)  other requirements
 LEGS_TABLE="

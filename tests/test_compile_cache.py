@@ -60,3 +60,36 @@ def test_the_precompiled_header_falls_back_to_the_real_one():
         folder = flags.split("cxxflags=-I", 1)[1].split(",")[0]
         assert open(os.path.join(folder, "Python.h")).read() == "#include_next <Python.h>\n"
         assert os.path.getsize(os.path.join(folder, "Python.h.gch")) > 0
+
+
+def test_a_second_run_compiles_no_module_again(tmp_path):
+    """Theano 1.0.5 keys DimShuffle's C module (an op with params) by Python's string hash, which
+    differs in every process unless PYTHONHASHSEED is fixed: every `scanprobe` run compiled it
+    again and left one more directory in the cache for every later start to read. The command's
+    child gets a fixed seed, so a second run of the same module compiles nothing."""
+    import pytest
+
+    if BACKEND != "theano":
+        pytest.skip("Theano's compile cache")
+    import subprocess
+    import sys
+
+    from conftest import ROOT, SAMPLES, child_env
+
+    env = child_env(THEANO_FLAGS=f"base_compiledir={tmp_path / 'cache'},blas.ldflags=")
+    env.pop("PYTHONHASHSEED", None)  # as a shell without the variable
+
+    def run():
+        return subprocess.run([sys.executable, "-m", "scanprobe", "inspect", str(SAMPLES / "seed002_clean.py")],
+                              capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+
+    def modules():
+        return sorted(p.parent.name for p in (tmp_path / "cache").glob("*/*/key.pkl"))
+
+    first = run()
+    assert first.returncode == 0, first.stderr
+    after_first = modules()
+    assert after_first
+    second = run()
+    assert second.returncode == 0 and second.stdout == first.stdout, second.stderr
+    assert modules() == after_first

@@ -39,6 +39,11 @@ def run_child(spec: ChildSpec, timeout: float, memory_limit: int | None, on_step
         with open(log_path, "w") as log:
             env = dict(os.environ)
             env[RUN_MARK] = token  # inherited by whatever the child starts: found and killed at the end
+            # Theano 1.0.5 keys the C module of an op with params (DimShuffle's) by Python's hash of
+            # a string, which differs in every process: each run compiled it again (~1 s of gcc) and
+            # left one more directory in the compile cache for every later start to read. A fixed
+            # seed (unless the user set one) gives the same key, so the module is reused.
+            env.setdefault("PYTHONHASHSEED", "0")
             if spec.device == "cuda":
                 env.setdefault("JAX_PLATFORMS", "cuda")
             proc = subprocess.Popen(
