@@ -17,7 +17,6 @@ optimized graph, so pass PyTensor's function arguments (the second form).
 from __future__ import annotations
 
 import contextlib
-import sys
 import warnings
 
 
@@ -186,11 +185,10 @@ class FixedFunction:
 
 def _session(backend):
     """A capture session rooted at the caller's file (names and sites in the user's terms)."""
+    from scanprobe.inspection import user_frame
     from scanprobe.loading import CaptureSession
 
-    frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(__file__.rsplit("/", 1)[0]):
-        frame = frame.f_back
+    frame = user_frame()
     path = frame.f_code.co_filename if frame is not None else "<api>"
     return CaptureSession(path, backend)
 

@@ -69,32 +69,29 @@ class Inspection:
         }
 
 
-def _caller_path(depth: int = 2) -> str:
-    """The file of the first frame outside scanprobe (a notebook cell's file, a script)."""
+def user_frame():
+    """The first frame outside scanprobe: the user's script or notebook cell (``scanprobe.fix``'s
+    session and ``inspect``'s names come from it)."""
     here = __file__.rsplit("/", 1)[0]
-    frame = sys._getframe(depth)
+    frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(here):
         frame = frame.f_back
+    return frame
+
+
+def _caller_path() -> str:
+    frame = user_frame()
     return frame.f_code.co_filename if frame is not None else "<inspect>"
 
 
-def _variables(outputs):
-    if isinstance(outputs, dict):
-        outputs = list(outputs.values())
-    if isinstance(outputs, (list, tuple)):
-        for o in outputs:
-            yield from _variables(o)
-    elif outputs is not None:
-        yield getattr(outputs, "variable", outputs)
-
-
 def _backend_for(obj, inputs):
+    from scanprobe.api import _first_variable
     from scanprobe.backends import NAMES, backend_in_use, backend_of
     from scanprobe.errors import ScanprobeError
 
     if hasattr(obj, "maker"):
         return backend_of(obj)
-    first = next(iter(_variables(obj)), None)
+    first = _first_variable(obj)
     if first is not None and type(first).__module__.split(".")[0] in NAMES:
         return backend_of(first)
     backend = backend_in_use()
@@ -117,10 +114,7 @@ def inspect(obj, *, inputs=None, example=None, mode=None, max_buffer=None, name:
 
 def _bound_name(obj) -> str | None:
     """The name the caller binds ``obj`` to (``encode`` for ``inspect(encode)``), if one."""
-    here = __file__.rsplit("/", 1)[0]
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(here):
-        frame = frame.f_back
+    frame = user_frame()
     if frame is None:
         return None
     for scope in (frame.f_locals, frame.f_globals):

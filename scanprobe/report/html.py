@@ -9,6 +9,7 @@ import shutil
 
 from scanprobe.analysis.sizes import human_bytes
 from scanprobe.records import Status
+from scanprobe.report.terminal import _short
 
 _CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em;color:#222}
@@ -97,10 +98,6 @@ def bar_chart(report, largest: int = 8) -> str:
                    f"<text x='{label_w + w + 4}' y='{y + 13}' font-size='12'>{_e(human_bytes(nbytes))}</text>")
     out.append("</svg>")
     return "".join(out)
-
-
-def _short(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
 def _body(report, pictures: dict, graph_note: bool) -> list[str]:
