@@ -354,7 +354,7 @@ def profile_cmd(spec, backend, mode, inputs, runs, timeout, memory_limit, device
 @click.option("--ignore", multiple=True, metavar="CODE", help="Skip these rule codes (prefixes).")
 @_backend
 @click.option("--mode", help="Analyse in this mode instead of each function's own.")
-@click.option("--input", "inputs", multiple=True, metavar="NAME=SHAPE[:DTYPE]")
+@_inputs
 @_format("check")
 @click.option("--exit-zero", is_flag=True, default=None, help="Exit 0 even with findings.")
 @click.option("--run", "run_too", is_flag=True, help="Also run each file's targets (in a child) and check measured peaks.")

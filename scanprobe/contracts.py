@@ -7,8 +7,8 @@ tests/test_contracts.py validates every command's JSON against docs/schemas/.
 __version__ = "0.1.0"
 
 #: ``inspect --format json`` and ``check --format json``.
-REPORT_SCHEMA = "scanprobe.report/4"
+REPORT_SCHEMA = "scanprobe.report/5"
 #: ``profile --format json``.
-PROFILE_SCHEMA = "scanprobe.profile/3"
+PROFILE_SCHEMA = "scanprobe.profile/4"
 #: ``fix --format json``.
-FIX_SCHEMA = "scanprobe.fix/4"
+FIX_SCHEMA = "scanprobe.fix/5"

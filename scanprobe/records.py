@@ -210,6 +210,10 @@ class Scan:
     blockers: list[Blocker] = field(default_factory=list)
     #: Ops of the step that the optimizer does not look into (OpFromGraph that is not inlined).
     opaque: list[Blocker] = field(default_factory=list)
+    #: What was rewritten between the user's ``scan`` call and this Scan, in words ("" when
+    #: nothing known): a call declaring recurrent states whose compiled scan has none (PyMC's
+    #: log-density of a scan reads the observed values in place of the states).
+    rewritten: str = ""
 
 
 @dataclass

@@ -41,6 +41,10 @@ class ScanCall:
             params.append(p.name)
         return params
 
+    def declared_states(self) -> int:
+        """How many recurrent states the call declares (``outputs_info`` entries with an initial value)."""
+        return sum(1 for c in self._n_state_args() if c > 0)
+
     def _n_state_args(self) -> list[int]:
         counts = []
         for o in self.outputs_info:

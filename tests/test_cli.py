@@ -1,6 +1,7 @@
 """The command line itself: instant help without a backend, rules, the JSON contract."""
 
 import json
+from pathlib import Path
 import subprocess
 import sys
 
@@ -39,7 +40,7 @@ def test_rules_command():
 def test_json_contract_keys(backend):
     res = scanprobe("inspect", SAMPLES / "seed000_pixel_loop.py", "--mode", "FAST_COMPILE", "--format", "json")
     rep = res.json()
-    assert rep["schema"] == REPORT_SCHEMA == "scanprobe.report/4"
+    assert rep["schema"] == REPORT_SCHEMA == "scanprobe.report/5"
     assert sorted(rep) == ["backend", "file", "findings", "notes", "scanprobe", "schema", "summary", "targets"]
     assert sorted(rep["summary"]) == ["exit_code", "findings", "notes", "removable_bytes", "targets"]
     target = rep["targets"][0]
@@ -76,3 +77,14 @@ def test_a_long_step_says_what_runs_when_stderr_is_not_a_terminal():
     lines = [line for line in res.err_raw.splitlines() if line.startswith("scanprobe: ")]
     assert lines == ["scanprobe: running slow_import.py (still running after 5 s)"], res.err_raw
     res.json()  # stdout: the report alone
+
+
+def test_the_cli_reference_in_docs_is_current():
+    """docs/cli.md holds every command's --help (issue 27: every option in docs/)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "cli_reference.py"
+    spec = importlib.util.spec_from_file_location("cli_reference", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.TARGET.read_text() == mod.render(), "docs/cli.md is stale: python scripts/cli_reference.py"

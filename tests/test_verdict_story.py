@@ -10,9 +10,10 @@ import json
 import re
 
 import pytest
-
 from conftest import SAMPLES, scanprobe
 from test_contracts import validate
+
+from scanprobe.backends import ops
 
 #: rules whose findings say a buffer's history can go
 DROPPING = ("SP001", "SP006", "SP007", "SP008")
@@ -51,7 +52,15 @@ def test_no_buffer_a_finding_drops_reads_needed(backend, sample):
     validate("report", body)
     for t in body["targets"]:
         for s in t["scans"]:
+            # what a person reads names the user's input or expression, else says the op in words
+            labels = [i["label"] for i in s["inputs"]]
+            # (`<size from x.shape[0]>` is a long formula's placeholder, not a type)
+            assert not [lab for lab in labels if lab.startswith("<") and not lab.startswith("<size")], \
+                (sample, s["name"], labels)
             for b in s["buffers"]:
+                for r in b["reads"]:
+                    if r["kind"] in ("reduction", "computation", "product", "rows", "opaque") and not r["expr"]:
+                        assert ops.in_words(r["op"]) != r["op"], (sample, r)
                 if b["verdict"] != "needed":
                     continue
                 said = [f for f in body["findings"] if f["code"] in DROPPING and f["target"] == t["name"]

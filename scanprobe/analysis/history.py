@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from scanprobe.backends import ops
 from scanprobe.records import Buffer, Read, Scan, Status, Target, Verdict
 
 
@@ -60,6 +61,13 @@ def _window(buf: Buffer) -> int:
     return span + 1
 
 
+def shown(r: Read) -> str:
+    """What a person reads for a read's op: the user's expression where there is one, else
+    what the op does in words (``a dot product``, ``an elementwise `*```), never its class
+    where the vocabulary names it (the class stays in the JSON's ``op``)."""
+    return r.shown if r.expr else ops.in_words(r.op)
+
+
 def describe_read(r: Read) -> str:
     at = f" ({r.site.short()})" if r.site else ""
     if r.kind == "output":
@@ -71,16 +79,16 @@ def describe_read(r: Read) -> str:
     if r.kind == "scan_input":
         return f"passed whole into scan `{r.scan}`"
     if r.kind == "reduction":
-        return f"folded by {r.shown}{at}: {r.detail}"
+        return f"folded by {shown(r)}{at}: {r.detail}"
     if r.kind == "computation":
-        return f"read in full by {r.shown}{at}"
+        return f"read in full by {shown(r)}{at}"
     if r.kind == "product":
-        return f"multiplied out by {r.shown}{at} after the loop ({r.detail})"
+        return f"multiplied out by {shown(r)}{at} after the loop ({r.detail})"
     if r.kind == "rows":
-        return f"{r.detail} read by {r.op}{at}"
+        return f"{r.detail} read by {shown(r)}{at}"
     if r.kind == "opaque":
-        return f"indexed by {r.op} at a position scanprobe cannot resolve ({r.detail}){at}"
-    return f"{r.detail} read by {r.op}{at}"
+        return f"indexed by {shown(r)} at a position scanprobe cannot resolve ({r.detail}){at}"
+    return f"{r.detail} read by {shown(r)}{at}"
 
 
 def _only_folded(scan: Scan, buf: Buffer, history_reads) -> bool:

@@ -119,6 +119,53 @@ def display_with_scalar(op, canonical=True) -> str:
     return f"{_class(op)}{{{_SCALAR_ALIASES.get(name, name) if canonical else name}}}"
 
 
+#: elementwise scalar ops as a user writes them (``in_words``)
+_SCALAR_WORDS = {
+    "Add": "`+`", "Sub": "`-`", "Mul": "`*`", "TrueDiv": "`/`", "IntDiv": "`//`", "Pow": "`**`",
+    "Sqr": "`** 2`", "Neg": "unary `-`", "Abs": "`abs`", "Maximum": "`maximum`", "Minimum": "`minimum`",
+    "Switch": "`switch`", "Mod": "`%`", "LT": "`<`", "GT": "`>`", "LE": "`<=`", "GE": "`>=`", "EQ": "`eq`",
+    "NEQ": "`neq`", "Identity": "a copy", "Cast": "a cast",
+    "Second": "a fill (`ones_like`, or the seed of a gradient)",
+    "Composite": "a fused elementwise expression",
+}
+#: ops by what they do for a person (``in_words``): class -> words
+_OP_WORDS = {
+    "Sum": "a sum", "Prod": "a product", "Max": "a max", "Min": "a min", "MaxAndArgmax": "a max",
+    "Argmax": "an argmax", "All": "an `all`", "Any": "an `any`",
+    "Dot": "a dot product", "Dot22": "a dot product", "Dot22Scalar": "a dot product", "_dot": "a dot product",
+    "Gemv": "a dot product", "CGemv": "a dot product", "Gemm": "a dot product", "CGemm": "a dot product",
+    "Ger": "an outer product", "CGer": "an outer product", "BatchedDot": "a batched dot product",
+    "Reshape": "a reshape", "Join": "a concatenation", "Split": "a split", "Subtensor": "an index",
+    "AdvancedSubtensor": "an index", "AdvancedSubtensor1": "an index", "IncSubtensor": "an index write",
+    "AdvancedIncSubtensor": "an index write", "AdvancedIncSubtensor1": "an index write",
+    "Alloc": "a broadcast", "DimShuffle": "a transpose", "Softmax": "a softmax", "SoftmaxGrad": "a softmax's gradient",
+    "LogSoftmax": "a log-softmax", "DeepCopyOp": "a copy", "Shape": "a shape read", "Shape_i": "a shape read",
+    "Assert": "a check", "CheckAndRaise": "a check", "Blockwise": "a batched op", "Scan": "a scan",
+}
+
+
+def in_words(display: str) -> str:
+    """What an op shown as ``display`` (``display_with_scalar``'s text: ``Elemwise{Mul}``,
+    ``CAReduce{Add}``, ``Dot22``) does, as a person reads it: ``an elementwise `*```,
+    ``a sum``, ``a dot product``; the display itself for ops this vocabulary does not name."""
+    cls, _, rest = display.partition("{")
+    scalar_name = rest.rstrip("}")
+    scalar_name = _SCALAR_ALIASES.get(scalar_name, scalar_name)
+    if cls in ("Elemwise", "FusedElemwise") or (cls not in _OP_WORDS and scalar_name in _SCALAR_WORDS and cls != "CAReduce"):
+        words = _SCALAR_WORDS.get(scalar_name)
+        if words is None:  # tanh, exp, sigmoid: the function the user called
+            return f"an elementwise `{scalar_name.lower()}`" if scalar_name else "an elementwise expression"
+        if words.startswith("a ") or words.startswith("an "):
+            return words
+        return f"an elementwise {words}"
+    if cls.startswith("Scalar") and cls[len("Scalar"):] in ("Sum", "Prod", "Max", "Min", "All", "Any"):
+        return _OP_WORDS[cls[len("Scalar"):]]  # PyTensor 3.3's wrapped full reductions (ScalarSum{axes=None})
+    if cls == "CAReduce" or (scalar_name and cls in ("Sum", "Prod", "Max", "Min", "All", "Any")):
+        fold = _SCALARS.get(scalar_name)
+        return f"a {FOLDS[fold]}" if fold in FOLDS else "a reduction"
+    return _OP_WORDS.get(cls, display)
+
+
 # ------------------------------------------------------------------------------- scalar ops
 
 

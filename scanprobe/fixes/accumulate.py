@@ -22,6 +22,7 @@ import numpy as np
 from scanprobe.backends import ops
 from scanprobe.backends.graphs import ancestors
 from scanprobe.errors import failure_text
+from scanprobe.fixes.snippets import accumulate_snippet
 from scanprobe.fixes.graph_edit import (
     NotApplicable,
     Rewrite,
@@ -142,7 +143,7 @@ def accumulate(backend, outputs, wanted) -> list[Rewrite]:
     api = backend.api
     clients = _clients(outputs)
     rewrites = []
-    for node, _ in wanted.nodes(backend, outputs):
+    for node, rec in wanted.nodes(backend, outputs):
         info = backend.scan_info(node.op)
         name = info.name or "scan_fn"
         a = backend.scan_roles(node, thawed=True)
@@ -180,6 +181,7 @@ def accumulate(backend, outputs, wanted) -> list[Rewrite]:
                 raise NotApplicable("the function also differentiates this scan, whose gradient was taken "
                                     "before: carry the running value in the step before calling grad")
             _rebuild(backend, node, a, info, folds, shapes, rw)
+            rw.snippet = _users_code(rec, folds, n_mit, n_sit) or rw.snippet
         except NotApplicable as exc:
             rw.reason = str(exc)
         except Exception as exc:  # noqa: BLE001 - the backend refused the rebuilt scan
@@ -301,6 +303,23 @@ def _rebuild(backend, node, a, info, folds, shapes, rw):
         "(hs, accs), _ = scan(step_acc, ..., outputs_info=[h0, zeros_like(h0)])\n"
         "total = accs[-1]                    # instead of hs.sum(axis=0)"
     )
+
+
+def _users_code(rec, folds, n_mit, n_sit) -> str:
+    """The snippet as the user's own scan call and reduction rewritten (fixes/snippets.py), for
+    one plain sum or mean over one output's history; "" otherwise."""
+    if rec is None or len(folds) != 1:
+        return ""
+    k, _, (kind, _, _), chain, _ = folds[0]
+    if kind != "sum" or chain or k < n_mit:
+        return ""
+    role, index = ("sit_sot", k - n_mit) if k < n_mit + n_sit else ("nit_sot", k - n_mit - n_sit)
+    reads = [(b, r) for b in rec.buffers for r in b.reads if r.kind == "reduction" and r.expr]
+    if len(reads) != 1 or reads[0][0].role != role:
+        return ""
+    read = reads[0][1]
+    verb = "mean" if ".mean(" in read.expr else "sum"
+    return accumulate_snippet(rec.site, rec.step_function, verb, read.site, read.expr, role, index)
 
 
 def _scan_node(api, var):

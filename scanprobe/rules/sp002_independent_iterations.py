@@ -57,10 +57,11 @@ class IndependentIterations(Rule):
             if n is not None and n <= 1:
                 continue
             steps = steps_text(scan)
+            none = "no recurrent state as compiled" if scan.rewritten else "no recurrent state"
             if scan.blockers:
                 first = scan.blockers[0]
                 msg = (
-                    f"scan `{scan.name}`{_step(scan)} ({steps}) has no recurrent state, but cannot be vectorized as written: "
+                    f"scan `{scan.name}`{_step(scan)} ({steps}) has {none}, but cannot be vectorized as written: "
                     f"`{first.op}` {first.reason}"
                 )
                 fix = [
@@ -69,13 +70,14 @@ class IndependentIterations(Rule):
                 ]
                 severity = "info"
             else:
-                msg = f"scan `{scan.name}`{_step(scan)} ({steps}) has no recurrent state: its steps are independent (a map)"
+                msg = f"scan `{scan.name}`{_step(scan)} ({steps}) has {none}: its steps are independent (a map)"
                 fix = ["write the step for all rows at once, or run scanprobe fix to vectorize it (verified by rerun)"]
                 severity = "warning"
             findings.append(
                 self.finding(
                     target, msg, severity=severity, scan=scan, site=scan.site,
-                    explanation=[f"`{b.op}`: {b.reason}" for b in scan.blockers[:3]]
+                    explanation=([scan.rewritten] if scan.rewritten else [])
+                    + [f"`{b.op}`: {b.reason}" for b in scan.blockers[:3]]
                     + [f"{scan.step_ops} ops run once per step"],
                     fix=fix,
                 )

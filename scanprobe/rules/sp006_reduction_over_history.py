@@ -39,6 +39,7 @@ that runs save-mem (the default) to drop the history; scanprobe adds it when it 
 
 from __future__ import annotations
 
+from scanprobe.analysis.history import shown
 from scanprobe.analysis.sizes import human_bytes
 from scanprobe.records import Status, Verdict
 from scanprobe.rules.base import Rule, steps_text
@@ -61,7 +62,7 @@ class ReductionOverHistory(Rule):
                 continue
             buf, scan = v.buffer, v.scan
             size = human_bytes(buf.bytes) if buf.bytes is not None else buf.bytes_formula()
-            by = "; ".join(sorted({f"{r.shown} ({r.detail})" for r in folds}))
+            by = "; ".join(sorted({f"{shown(r)} ({r.detail})" for r in folds}))
             findings.append(
                 self.finding(
                     target,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from scanprobe.backends import ops
 from scanprobe.walk.util import _is_constant, _shape_source, _strip_to_root
 
 
@@ -22,9 +25,11 @@ class Naming:
                 return f"gradient accumulator #{i} of {rec.name[len('grad_of_'):]}", ""
         if rec.is_gradient and "&" not in rec.name:
             if role == "mit_mot":
-                return f"backward-pass gradient of recurrent state #{i}", ""
+                state = self._forward_state(i)
+                return f"backward-pass gradient of {state or f'recurrent state #{i}'}", ""
             if role == "nit_sot":
-                return f"gradient w.r.t. sequence #{i}", ""
+                seq = self._forward_sequence(i)
+                return f"gradient w.r.t. sequence {seq or f'#{i}'}", ""
         if role in ("sit_sot", "mit_sot"):
             name = call.state_name(role, i, self.args) if call is not None else ""
             init = None
@@ -41,6 +46,163 @@ class Naming:
             outs = getattr(self.args, "outer_out_nit_sot", None) or []
             name = (getattr(outs[i], "name", None) or "") if i < len(outs) else ""
         return (f"per-step output `{name}`" if name else f"per-step output #{i}"), name
+
+    # ------------------------------------------------- the forward scan of a gradient scan
+
+    def _forward_plan(self):
+        """The one forward scan whose outputs this (gradient) scan reads as sequences."""
+        found = []
+        for v in self.args.outer_in_seqs:
+            root = _strip_to_root(self.api, v, through_subtensor=True)
+            owner = getattr(root, "owner", None)
+            plan = self.w.plans.get(id(owner)) if owner is not None else None
+            if plan is not None and plan is not self and plan not in found:
+                found.append(plan)
+        return found[0] if len(found) == 1 else None
+
+    def _output_phrase(self, role, i) -> str:
+        """``recurrent state `h``` / ``per-step output `y``` for this scan's buffer (role, i)."""
+        call = getattr(self, "call", None)
+        if call is None:
+            call = self.w.session.scan_call_at(self._scan_site())
+        if role in ("sit_sot", "mit_sot"):
+            name = call.state_name(role, i, self.args) if call is not None else ""
+            return f"recurrent state `{name}`" if name else f"recurrent state #{i}"
+        if role == "nit_sot":
+            name = call.output_name(i) if call is not None else ""
+            return f"per-step output `{name}`" if name else f"per-step output #{i}"
+        return f"{role} #{i}"
+
+    def _rows(self, var, leading=True):
+        dims = [self.level.value(d) for d in self.level.shape(var)]
+        return (str(getattr(var.type, "dtype", "")), dims[1:] if leading else dims)
+
+    def _forward_state(self, i) -> str:
+        """The forward state whose backward-pass gradient is this scan's mit_mot ``i``: by
+        position when both scans have as many (the gradient keeps one mit_mot per forward
+        state, in order), else the one state of that shape and dtype; "" when unknown."""
+        fwd = self._forward_plan()
+        if fwd is None:
+            return ""
+        states = [(role, j, v) for role in ("mit_sot", "sit_sot")
+                  for j, v in enumerate(getattr(fwd.args, f"outer_in_{role}"))
+                  if getattr(v.type, "dtype", None) is not None]
+        mine = self.args.outer_in_mit_mot
+        if len(states) == len(mine) and not fwd.args.outer_in_mit_mot:
+            role, j, _ = states[i]
+        else:
+            want = self._rows(mine[i])
+            hits = [(role, j) for role, j, v in states if self._rows(v) == want and None not in want[1]]
+            if len(hits) != 1:
+                return ""
+            role, j = hits[0]
+        return fwd._output_phrase(role, j)
+
+    def _forward_sequence(self, i) -> str:
+        """The forward sequence whose gradient is this scan's nit_sot ``i``: the one of that
+        row shape and dtype, or by position when every one is kept; "" when unknown."""
+        fwd = self._forward_plan()
+        outs = self.args.outer_out_nit_sot
+        if fwd is None or i >= len(outs) or outs[i] is None:
+            return ""
+        seqs = [v for v in fwd.args.outer_in_seqs if getattr(v.type, "dtype", None) is not None]
+        want = self._rows(outs[i])
+        if None in want[1]:
+            return ""
+        hits = [j for j, v in enumerate(seqs) if self._rows(v) == want]
+        if len(hits) != 1:
+            same = [j for j, v in enumerate(seqs) if self._rows(v) == want]
+            if len(seqs) != len(outs) or i not in same:
+                return ""
+            hits = [i]
+        j = hits[0]
+        label = fwd._user_label(fwd.args.outer_in_seqs[fwd.args.outer_in_seqs.index(seqs[j])], "sequence", j,
+                                getattr(fwd, "call", None))
+        if not label or label.startswith("<"):
+            return ""
+        return f"`{label}`"
+
+    def _computed_input_label(self, v, root) -> str:
+        """An outer input that is neither the user's input nor named: a constant (its values),
+        another scan's output (``recurrent state `h` of `scan_fn```), a value computed on a line
+        of the user's, or what it is computed from."""
+        if root is not None and _is_constant(self.api, root):
+            return _constant_text(root)
+        owner = getattr(root, "owner", None)
+        plan = self.w.plans.get(id(owner)) if owner is not None else None
+        if plan is not None:
+            for role, j, _, outer_out, _ in plan.buffers:
+                if outer_out is root:
+                    return f"{plan._output_phrase(role, j)} of `{plan.info.name or 'scan_fn'}`"
+        for var in (v, root):
+            site = self.w.session.user_site_from_trace(var) if var is not None and var.owner is not None else None
+            if site is not None:
+                own = getattr(self, "site", None)
+                if (self.info.name or "").startswith("grad_of_") and own is not None and \
+                        (site.file, site.line) == (own.file, own.line):
+                    # made by the same grad() call as this backward scan: what flows back into it
+                    return f"the cost's gradient w.r.t. a forward output ({site.short()})"
+                return f"a value computed at {site.short()}"
+        sources = self._named_sources(v)
+        if sources is None:
+            return ""
+        return "computed from " + " and ".join(sources) if sources else "a constant expression"
+
+    def _named_sources(self, v, limit=400):
+        """What a computed value is made from, in the user's terms: the scans' outputs and the
+        named inputs it reads (at most three); [] when it reads only constants; None when there
+        are more, unnamed inputs, or the graph is too large to walk."""
+        found, seen, stack, unnamed = [], set(), [v], False
+        while stack and len(seen) < limit:
+            var = stack.pop()
+            if id(var) in seen:
+                continue
+            seen.add(id(var))
+            owner = var.owner
+            if owner is None:
+                if not _is_constant(self.api, var):
+                    label = self.w.label_of(var, self.level)
+                    if label and not label.startswith("<"):
+                        found.append(f"`{label}`")
+                    else:
+                        unnamed = True
+                continue
+            plan = self.w.plans.get(id(owner))
+            if plan is not None:
+                for role, j, _, outer_out, _ in plan.buffers:
+                    if outer_out is var:
+                        found.append(f"{plan._output_phrase(role, j)} of `{plan.info.name or 'scan_fn'}`")
+                continue
+            if ops.is_shape_read(owner.op) or ops.is_shape_i(owner.op):
+                continue  # a size, not a value read
+            stack.extend(owner.inputs)
+        if stack or unnamed:  # not walked to the end, or reads what has no name: say nothing
+            return None
+        found = list(dict.fromkeys(found))
+        return found if len(found) <= 3 else None
+
+
+    def _weight_of_terms(self, products) -> str:
+        """The one graph input (a weight) whose shape and dtype the product of a gradient's
+        per-step terms has: ``non_sequence `W```; "" when none or several match."""
+        lv = self.level
+        if len(products) != 1 or lv.parent is not None:
+            return ""
+        out = products[0]
+        cands = [v for v in lv.fg.inputs if getattr(v.type, "ndim", None) == out.type.ndim
+                 and getattr(v.type, "dtype", None) == out.type.dtype and not _is_constant(self.api, v)]
+        for v in [out, *cands]:
+            for d in lv.shape(v):
+                lv.request(d)
+        lv.evaluate_pending()
+        want = [lv.value(d) for d in lv.shape(out)]
+        if not want or not all(isinstance(x, int) for x in want):
+            return ""
+        hits = [v for v in cands if [lv.value(d) for d in lv.shape(v)] == want]
+        if len(hits) != 1:
+            return ""
+        display, _ = self._name_of_forward_input(hits[0])
+        return f"non_sequence {display}" if not display.startswith("`<") else ""
 
     def _non_seq_shaped_like(self, outer_in_dims, role, i):
         """The one non_sequence whose (known) shape and dtype match a gradient buffer's rows.
@@ -95,3 +257,13 @@ class Naming:
         return f"`{label}`", label
 
     # ---------------------------------------------------------------- nesting
+
+
+def _constant_text(var) -> str:
+    """A constant as a person reads it: its values when few (``[0, 1]``), else its size."""
+    data = np.asarray(getattr(var, "data", getattr(var, "value", None)))
+    if data.dtype == object:
+        return "a constant"
+    if data.size <= 6:
+        return f"the constant {data.tolist()}"
+    return f"a constant {data.dtype} array of {data.size:,} values"

@@ -42,6 +42,8 @@ class ScanPlan(Naming):
         self.n_steps = node.inputs[0]
         self.buffers = []  # (role, index, outer_in, outer_out, dims_vars)
         self.index_vars = []
+        self.products = []  # outputs of the products a gradient's per-step terms feed (reads)
+        self.w.plans[id(node)] = self
 
     def request(self):
         lv = self.level
@@ -92,6 +94,7 @@ class ScanPlan(Naming):
         n_val = lv.value(self.n_steps)
         site = self._scan_site()
         call = w.session.scan_call_at(site)
+        self.call, self.site = call, site
         rec = R.Scan(
             id=self.id,
             name=info.name or "scan_fn",
@@ -106,6 +109,13 @@ class ScanPlan(Naming):
         )
         rec.inputs = self._outer_inputs(call)
         self.step.fill(rec, n_val)
+        if call is not None and not rec.is_gradient and not rec.recurrent and call.declared_states():
+            n = call.declared_states()
+            rec.rewritten = (
+                f"your `scan` call declares {n} recurrent state{'s' if n > 1 else ''} (`outputs_info`), the "
+                "compiled scan has none: it was rewritten before it ran (by PyMC, whose log-density of a scan "
+                "reads the observed values where your step read its state; or by the optimizer, where the "
+                "step never reads its state)")
         nsteps_keys = [(p, lv.split_offset(p.n_steps)) for p in plans]
         for role, i, outer_in, outer_out, dims in self.buffers:
             rec.buffers.append(self._buffer(rec, role, i, outer_in, outer_out, dims, nsteps_keys, call))
@@ -174,14 +184,16 @@ class ScanPlan(Naming):
             name = call.non_sequence_name(self.w.session, v, i, len(self.args.outer_in_non_seqs))
             if name:
                 return name
-        if role in ("mit_mot", "mit_sot", "sit_sot"):
+        if role in ("mit_mot", "mit_sot", "sit_sot", "untraced"):
             return "(buffer, below)"
         root = _strip_to_root(self.api, v, through_subtensor=role == "sequence")
         if root is not None and root.owner is None and not _is_constant(self.api, root):
             return self.w.label_of(root, lv)
         if getattr(v, "name", None):
             return v.name
-        return lv.formula(v) if getattr(v.type, "ndim", 1) == 0 else f"<{_type_str(v)}>"
+        if getattr(v.type, "ndim", 1) == 0:
+            return lv.formula(v)
+        return self._computed_input_label(v, root) or f"<{_type_str(v)}>"
 
     def _buffer(self, rec, role, i, outer_in, outer_out, dims, nsteps_keys, call):
         lv = self.level
@@ -280,9 +292,12 @@ class ScanPlan(Naming):
             buf.zero_fed = zero_fed(self.b, outer_in)
         buf.belongs_to, buf.variable = self._belongs_to(rec, role, i, creator, call)
         if outer_out is not None:
+            self.products = []
             buf.reads = reads(self, outer_out, buf, dims[0] if dims else None, gradient=rec.is_gradient)
             if rec.is_gradient and role == "nit_sot" and buf.reads and all(r.kind == "product" for r in buf.reads):
-                buf.belongs_to = f"per-step gradient terms #{i}"  # not a sequence's gradient: a pushed-out product's
+                # not a sequence's gradient: a pushed-out product's, named by the weight it sums to
+                weight = self._weight_of_terms(self.products)
+                buf.belongs_to = f"per-step gradient terms of {weight}" if weight else f"per-step gradient terms #{i}"
         return buf
 
     def _probe_matches(self, lead, buf):

@@ -70,6 +70,7 @@ def reads(plan, outer_out, buf, lead_var=None, gradient=False) -> list[R.Read]:
                 if pos == 0 and (ops.is_dimshuffle(op) or ops.is_pass_through(op) or ops.is_reshape(op)):
                     stack.append((node.outputs[0], None, None, via_ds, depth + 1, False, False))
                 elif ops.dot_operands(op) is not None and pos in ops.dot_operands(op):
+                    plan.products.append(node.outputs[0])  # what the terms sum to (walk/naming.py)
                     reads.append(R.Read("product", opname, "a product with the steps merged into one axis", via_ds, site,
                                         expr=user_expression(site, op)))
                 else:
@@ -186,7 +187,7 @@ def _fold_through(api, lv, node, v, axis, depth=0):
     if len(users) != 1 or users[0][0] == "output":
         return None
     user, pos = users[0]
-    name = ops.display_with_scalar(node.op)
+    name = ops.in_words(ops.display_with_scalar(node.op))
     folded = _over_time(api, user, pos, axis)
     if folded:
         return user, folded.replace(" over the steps", ""), name

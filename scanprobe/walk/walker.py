@@ -76,6 +76,8 @@ class GraphWalker:
         #: (scan id, role, index) -> the function's variable holding that buffer (top level)
         self.buffer_vars: dict = {}
         self.scan_nodes: dict = {}
+        #: id(Scan node) -> its ScanPlan (names of one scan's buffers for another's records)
+        self.plans: dict = {}
         self.orig_inputs = list(fgraph.inputs)
         # knowledge: input index -> (value or None, shape or None, source)
         self.known = {}
