@@ -419,6 +419,31 @@ def table_inspect():
     return out + ["Commands:", ""] + commands + [""]
 
 
+def table_realmodel():
+    out = [
+        "## 9. `scanprobe inspect` on a public model beside the user's own script (issue 25, item 7)",
+        "",
+        "The Theano tutorial LSTM (lisa-lab/DeepLearningTutorials `code/lstm.py`, fetched, not copied):",
+        "the six functions `train_lstm` compiles, FAST_RUN, warm caches. *User* is a script that builds",
+        "and compiles them (what importing the user's module costs); *inspect* analyses the same module.",
+        "CPU time of whole processes, children included; pairs interleaved in one run. Goal: <= 1.2x.",
+        "",
+        "| backend | targets | pair | user CPU | inspect CPU | ratio | user wall | inspect wall |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    commands = []
+    for data in load("realmodel"):
+        for k, p in enumerate(data["pairs"], 1):
+            out.append(
+                f"| {data['backend']} {data['backend_version']} | {data['targets']} | {k} | {p['user_cpu_s']:.1f} s "
+                f"| {p['inspect_cpu_s']:.1f} s | {p['inspect_cpu_s'] / p['user_cpu_s']:.2f}x | {p['user_wall_s']:.1f} s "
+                f"| {p['inspect_wall_s']:.1f} s |"
+            )
+        out.append(f"| | | median | | | **{data['median_cpu_ratio']:.2f}x** | | |")
+        commands.append(f"- `{data['command']}` on {data['machine']}, Python {data['python']}, {data['date']}")
+    return out + ["", "Commands:", ""] + commands + [""]
+
+
 def main():
     lines = [
         "# Benchmark results",
@@ -429,7 +454,7 @@ def main():
         "",
     ]
     lines += (table_answer() + table_scaling() + table_accuracy() + table_fixes() + table_sp006() + table_sp007() + table_checkpoint() + table_inspect()
-              + table_properties() + table_suite() + table_pymc())
+              + table_properties() + table_suite() + table_pymc() + table_realmodel())
     (HERE / "RESULTS.md").write_text("\n".join(lines))
 
 
