@@ -444,6 +444,28 @@ def table_realmodel():
     return out + ["", "Commands:", ""] + commands + [""]
 
 
+def table_publictruth():
+    out = [
+        "## 10. Predicted buffers against the run, on public models as their authors wrote them",
+        "",
+        "lisa-lab/DeepLearningTutorials (fetched, not copied): the tutorial LSTM's functions and the",
+        "RNN-RBM's training and generation functions (issue 25, items 1 and 2). Each target is analysed,",
+        "then called once with every Scan thunk hooked (tests/groundtruth.py). A buffer is exact when",
+        "role, index, shape and nesting equal the one the backend allocated.",
+        "",
+        "| backend | model | target | buffers run | predicted exactly | missed or wrong |",
+        "|---|---|---|---|---|---|",
+    ]
+    commands = []
+    for data in load("publictruth"):
+        for r in data["targets"]:
+            bad = len(r["missed"]) + len(r["wrong"])
+            out.append(f"| {data['backend']} {data['backend_version']} | {r['model']} | {r['target']} | {r['real']} "
+                       f"| {r['exact']} | {bad} |")
+        commands.append(f"- `{data['command']}` on {data['machine']}, Python {data['python']}, {data['date']}")
+    return out + ["", "Commands:", ""] + commands + [""]
+
+
 def main():
     lines = [
         "# Benchmark results",
@@ -454,7 +476,7 @@ def main():
         "",
     ]
     lines += (table_answer() + table_scaling() + table_accuracy() + table_fixes() + table_sp006() + table_sp007() + table_checkpoint() + table_inspect()
-              + table_properties() + table_suite() + table_pymc() + table_realmodel())
+              + table_properties() + table_suite() + table_pymc() + table_realmodel() + table_publictruth())
     (HERE / "RESULTS.md").write_text("\n".join(lines))
 
 

@@ -483,8 +483,11 @@ class CaptureSession:
         self._index_names()
         bound = bindings(namespace)
         for cap in self.functions:
-            names = [n for n, v in bound if any(_is_function_of(w, cap) for w in wrapped(v))]
-            cap.names = sorted(names, key=lambda n: ("[" in n, n))
+            direct = {n for n, v in bound if _is_function_of(v, cap)}
+            names = [n for n, v in bound if n in direct or any(_is_function_of(w, cap) for w in wrapped(v))]
+            # a name bound to the function itself before one bound to an object holding it
+            # (`train_function = rbm.train_function` names it, not `rbm`)
+            cap.names = sorted(names, key=lambda n: (n not in direct, "[" in n, n))
         # two compiles that would get the same name (e.g. one line in a loop) get a suffix
         seen: dict[str, int] = {}
         for cap in self.functions:

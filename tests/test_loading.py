@@ -69,6 +69,24 @@ def test_same_line_compiled_twice_gets_distinct_names(backend, tmp_path):
     assert [t["name"] for t in rep["targets"]] == ["made[0]", "made[1]", "loop.py:7#1", "loop.py:7#2"]
 
 
+def test_a_name_bound_to_the_function_wins_over_an_object_holding_it(backend, tmp_path):
+    """`train_function = rbm.train_function` names the target, not `rbm` (the RNN-RBM tutorial's
+    class holds both of its functions)."""
+    (tmp_path / "_backend.py").write_text((FIXTURES / "_backend.py").read_text())
+    (tmp_path / "holder.py").write_text(
+        "from _backend import T, th\n"
+        "x = T.vector('x')\n"
+        "class Model:\n"
+        "    def __init__(self):\n"
+        "        self.train_function = th.function([x], x.sum())\n"
+        "        self.generate_function = th.function([x], x * 2)\n"
+        "rbm = Model()\n"
+        "train_function = rbm.train_function\n"
+    )
+    rep = scanprobe("inspect", tmp_path / "holder.py", "--format", "json").json()
+    assert [t["name"] for t in rep["targets"]] == ["train_function", "rbm"]
+
+
 def test_user_mode_is_kept_unless_overridden(backend):
     rep = scanprobe("inspect", FIXTURES / "two_targets.py", "--format", "json").json()
     modes = {t["name"]: t["mode"]["name"] for t in rep["targets"]}

@@ -38,6 +38,8 @@ class Naming:
                 init = _strip_to_root(self.api, outer_in.owner.inputs[1])
             if not name and init is not None and init.owner is None and not _is_constant(self.api, init):
                 name = self.w.label_of(init, lv)
+                if name.startswith("<"):  # a library's unnamed variable (MRG's random state): no name
+                    name = ""
             return (f"recurrent state `{name}`" if name else f"recurrent state #{i}"), name
         if role == "mit_mot":
             return f"multi-tap state #{i}", ""
