@@ -118,6 +118,7 @@ def test_the_sp006_fix_is_the_users_own_code_and_computes_the_same(backend, tmp_
     res = scanprobe("fix", tmp_path / "pool.py", "--format", "json")
     (rw,) = [r for f in res.json()["fixes"] for r in f["rewrites"] if r["rule"] == "SP006"]
     snippet = rw["snippet"]
+    assert any("sum of recurrent state `h_prev` carried in the step" in d for d in rw["detail"]), rw["detail"]
     assert snippet.startswith("def step_acc(x_t, h_prev, acc, U):"), snippet
     assert "(states, accs), _ = th.scan(step_acc, sequences=[x], outputs_info=[h0, T.zeros_like(h0)], " \
            "non_sequences=[U])" in snippet, snippet

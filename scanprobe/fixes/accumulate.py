@@ -180,7 +180,7 @@ def accumulate(backend, outputs, wanted) -> list[Rewrite]:
                    for other in scan_nodes(api, outputs)):
                 raise NotApplicable("the function also differentiates this scan, whose gradient was taken "
                                     "before: carry the running value in the step before calling grad")
-            _rebuild(backend, node, a, info, folds, shapes, rw)
+            _rebuild(backend, node, a, info, folds, shapes, rw, _fold_names(rec, folds, n_mit, n_sit))
             rw.snippet = _users_code(rec, folds, n_mit, n_sit) or rw.snippet
         except NotApplicable as exc:
             rw.reason = str(exc)
@@ -189,7 +189,7 @@ def accumulate(backend, outputs, wanted) -> list[Rewrite]:
     return rewrites
 
 
-def _rebuild(backend, node, a, info, folds, shapes, rw):
+def _rebuild(backend, node, a, info, folds, shapes, rw, names=None):
     api, T = backend.api, backend.api.T
     if info.as_while:
         raise NotApplicable("the scan is a while-loop: its last step is only known at run time")
@@ -287,7 +287,7 @@ def _rebuild(backend, node, a, info, folds, shapes, rw):
         else:
             value = last
         rw.replacements[user.outputs[0]] = T.cast(value, user.outputs[0].type.dtype)
-        what = (f"state #{k}" if k < n_mit + n_sit else f"per-step output #{k - n_mit - n_sit}")
+        what = (names or {}).get(k) or (f"state #{k}" if k < n_mit + n_sit else f"per-step output #{k - n_mit - n_sit}")
         if chain:
             what = f"{_chain_text(chain)} of {what}"
         kinds.append(f"{kind} of {what}")
@@ -305,19 +305,37 @@ def _rebuild(backend, node, a, info, folds, shapes, rw):
     )
 
 
+def _folded_buffer(rec, folds, n_mit, n_sit):
+    """(role, index, the record's buffer, its reduction read) of the one fold of a scan whose
+    record shows exactly one history read by a reduction of that role; None otherwise."""
+    if rec is None or len(folds) != 1:
+        return None
+    k = folds[0][0]
+    if k < n_mit:
+        return None
+    role, index = ("sit_sot", k - n_mit) if k < n_mit + n_sit else ("nit_sot", k - n_mit - n_sit)
+    reads = [(b, r) for b in rec.buffers for r in b.reads if r.kind == "reduction"]
+    if len({id(b) for b, _ in reads}) != 1 or reads[0][0].role != role:
+        return None
+    return role, index, reads[0][0], reads[0][1]
+
+
+def _fold_names(rec, folds, n_mit, n_sit) -> dict:
+    """{k: the user's name of the folded history} (``recurrent state `h_prev```) where known."""
+    found = _folded_buffer(rec, folds, n_mit, n_sit)
+    return {folds[0][0]: found[2].belongs_to} if found else {}
+
+
 def _users_code(rec, folds, n_mit, n_sit) -> str:
     """The snippet as the user's own scan call and reduction rewritten (fixes/snippets.py), for
     one plain sum or mean over one output's history; "" otherwise."""
-    if rec is None or len(folds) != 1:
+    found = _folded_buffer(rec, folds, n_mit, n_sit)
+    if found is None:
         return ""
-    k, _, (kind, _, _), chain, _ = folds[0]
-    if kind != "sum" or chain or k < n_mit:
+    _, _, (kind, _, _), chain, _ = folds[0]
+    if kind != "sum" or chain or not found[3].expr:
         return ""
-    role, index = ("sit_sot", k - n_mit) if k < n_mit + n_sit else ("nit_sot", k - n_mit - n_sit)
-    reads = [(b, r) for b in rec.buffers for r in b.reads if r.kind == "reduction" and r.expr]
-    if len(reads) != 1 or reads[0][0].role != role:
-        return ""
-    read = reads[0][1]
+    role, index, _, read = found
     verb = "mean" if ".mean(" in read.expr else "sum"
     return accumulate_snippet(rec.site, rec.step_function, verb, read.site, read.expr, role, index)
 
