@@ -24,25 +24,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_public_truth import MODELS, STUBS
+
 ROOT = Path(__file__).resolve().parent.parent
 
-DRIVER = '''import numpy
-import lstm
-from lstm import init_params, init_tparams, build_model, adadelta
-import theano
-from theano import tensor
-
-opts = dict(dim_proj=64, n_words=1000, ydim=2, encoder="lstm", use_dropout=True)
-tparams = init_tparams(init_params(opts))
-use_noise, x, mask, y, f_pred_prob, f_pred, cost = build_model(tparams, opts)
-f_cost = theano.function([x, mask, y], cost, name="f_cost")
-grads = tensor.grad(cost, wrt=list(tparams.values()))
-f_grad = theano.function([x, mask, y], grads, name="f_grad")
-lr = tensor.scalar(name="lr")
-f_grad_shared, f_update = adadelta(lr, tparams, grads, x, mask, y, cost)
-SCANPROBE_INPUTS = {"x": numpy.zeros((100, 16), dtype="int64"),
-                    "mask": numpy.ones((100, 16), dtype=theano.config.floatX), "y": numpy.zeros(16, dtype="int64")}
-'''
+#: the tutorial LSTM's six functions, built as train_lstm does (the driver of bench_public_truth.py)
+DRIVER = MODELS["lstm.py"]
 #: what a user on Python >= 3.11 runs: Theano's C scan does not build there, its Python loop does
 USER = '''import runpy, sys
 sys.modules["theano.scan_module.scan_perform_ext"] = None
@@ -68,8 +55,7 @@ def main():
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="scanprobe-realmodel-"))
     shutil.copy(Path(args.code) / "lstm.py", work / "lstm.py")
-    (work / "imdb.py").write_text("def load_data(*a, **k):\n    raise RuntimeError('no data')\n"
-                                  "def prepare_data(*a, **k):\n    raise RuntimeError('no data')\n")
+    (work / "imdb.py").write_text(STUBS["imdb.py"])
     (work / "driver.py").write_text(DRIVER)
     (work / "run_user.py").write_text(USER)
     env = dict(os.environ)
