@@ -478,15 +478,13 @@ class CaptureSession:
         return module
 
     def name_functions(self, namespace: dict) -> None:
-        """Name each captured compile by the names that bind it in ``namespace`` (suffixes where
-        two would get the same name)."""
+        """Name each captured compile by the names binding it in ``namespace`` (one bound to the function
+        itself first: ``train_function``, not ``rbm`` holding it; suffixes where two names collide)."""
         self._index_names()
         bound = bindings(namespace)
         for cap in self.functions:
             direct = {n for n, v in bound if _is_function_of(v, cap)}
-            names = [n for n, v in bound if n in direct or any(_is_function_of(w, cap) for w in wrapped(v))]
-            # a name bound to the function itself before one bound to an object holding it
-            # (`train_function = rbm.train_function` names it, not `rbm`)
+            names = [n for n, v in bound if any(_is_function_of(w, cap) for w in wrapped(v))]
             cap.names = sorted(names, key=lambda n: (n not in direct, "[" in n, n))
         # two compiles that would get the same name (e.g. one line in a loop) get a suffix
         seen: dict[str, int] = {}
