@@ -9,7 +9,7 @@ sample_graphs/ so the paths read as a user's would.
 
 from __future__ import annotations
 
-import os
+import io
 import re
 import shutil
 import subprocess
@@ -61,7 +61,7 @@ def draw(ansi: str, png: Path) -> None:
     from rich.text import Text
 
     console = Console(record=True, width=COLS, force_terminal=True, color_system="truecolor",
-                      file=open(os.devnull, "w"))
+                      file=io.StringIO())
     console.print(Text.from_ansi(ansi), soft_wrap=True)
     svg = console.export_svg(title=ansi.splitlines()[0][2:], theme=MONOKAI)
     box = re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg)

@@ -117,7 +117,10 @@ def _classify(target: Target, scan: Scan, buf: Buffer) -> BufferVerdict:
         v.verdict = Verdict.TERMS
         v.why.append("per-step terms of a gradient, kept for one product after the loop: the mode's `more_mem` "
                      "rewrites pushed the product out of the backward scan")
-        v.why += [describe_read(r) for r in buf.reads if r.kind == "product"][:1]
+        # one product named; the graph's order of its readers varies with the backend's rewrites
+        # (two Gemm of one gradient): the one the user's line made, else the first by its text
+        products = sorted((r for r in buf.reads if r.kind == "product"), key=lambda r: (r.site is None, describe_read(r)))
+        v.why += [describe_read(r) for r in products][:1]
         return v
     if buf.role == "mit_mot":
         v.verdict = Verdict.INHERENT

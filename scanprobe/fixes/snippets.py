@@ -1,7 +1,7 @@
 """Fix snippets in the user's own code: the lines of their file rewritten, their names kept.
 
 SP006's accumulate fix, for the common form (a fold by ``sum``/``mean`` over the history of one
-state or per-step output of a scan whose ``outputs_info`` is a plain list), becomes::
+state of a scan whose ``outputs_info`` is a plain list), becomes::
 
     def step_acc(x_t, h_prev, acc):           # `step`, plus the running sum as one more state
         h = step(x_t, h_prev)
@@ -62,12 +62,11 @@ def accumulate_snippet(scan_site, step_name: str, fold: str, fold_site, fold_exp
     (see the module docstring), or "" when the form is not the common one.
 
     ``fold`` is ``"sum"`` or ``"mean"`` (the user's call, from ``fold_expr``); ``role``/``index``
-    which output's history it folds (``sit_sot`` 0: the first state; ``nit_sot`` 0: the first
-    per-step output)."""
+    which output's history it folds (``sit_sot`` 0: the first state; other roles get "")."""
     if fold not in ("sum", "mean") or not fold_expr or scan_site is None or fold_site is None:
         return ""
-    if scan_site.file != fold_site.file or role not in ("sit_sot", "nit_sot"):
-        return ""
+    if scan_site.file != fold_site.file or role != "sit_sot":
+        return ""  # a per-step output's shape is written nowhere to start its running sum from
     parsed = _parsed(scan_site.file)
     if parsed is None:
         return ""
@@ -89,7 +88,7 @@ def accumulate_snippet(scan_site, step_name: str, fold: str, fold_site, fold_exp
            for e in entries):
         return ""  # taps: the general template
     is_none = [isinstance(e, ast.Constant) and e.value is None for e in entries]
-    slots = [k for k, none in enumerate(is_none) if none == (role == "nit_sot")]
+    slots = [k for k, none in enumerate(is_none) if not none]
     if index >= len(slots):
         return ""
     position = slots[index]
@@ -125,7 +124,7 @@ def accumulate_snippet(scan_site, step_name: str, fold: str, fold_site, fold_exp
     rest = params[n_seqs + n_states:]
     acc = "acc" if "acc" not in params else "acc_"
     accs = "accs" if "accs" not in outs else "accs_"
-    init = ast.get_source_segment(source, entries[position]) if role == "sit_sot" else None
+    init = ast.get_source_segment(source, entries[position])
     new_params = ", ".join(own + [acc] + rest)
     call_args = ", ".join(params)
     lines = [f"def step_acc({new_params}):  # `{step_name}`, plus the running sum as one more state"]
@@ -135,11 +134,9 @@ def accumulate_snippet(scan_site, step_name: str, fold: str, fold_site, fold_exp
         lines += [f"    outs = {step_name}({call_args})", f"    return (*outs, {acc} + outs[{position}])"]
     # the scan call, the step and outputs_info changed, the rest as the user wrote it
     text = ast.get_source_segment(source, call)
-    if text is None or init is None and role == "sit_sot":
+    if text is None or init is None:
         return ""
-    zero = f"{T}.zeros_like({init})" if init is not None else None
-    if zero is None:
-        return ""  # a per-step output's shape is not written anywhere: the general template
+    zero = f"{T}.zeros_like({init})"
     new_info = "[" + ", ".join([ast.get_source_segment(source, e) for e in entries] + [zero]) + "]"
     new_call = text.replace(ast.get_source_segment(source, outputs_info), new_info, 1)
     new_call = new_call.replace(step_name, "step_acc", 1)

@@ -75,6 +75,15 @@ class Naming:
             return f"per-step output `{name}`" if name else f"per-step output #{i}"
         return f"{role} #{i}"
 
+    def _scan_output_phrase(self, var) -> str:
+        """``recurrent state `h` of `scan_fn``` when ``var`` is an output of a walked scan, else ""."""
+        plan = self.w.plans.get(id(var.owner)) if var is not None and var.owner is not None else None
+        if plan is not None:
+            for role, j, _, outer_out, _ in plan.buffers:
+                if outer_out is var:
+                    return f"{plan._output_phrase(role, j)} of `{plan.info.name or 'scan_fn'}`"
+        return ""
+
     def _rows(self, var, leading=True):
         dims = [self.level.value(d) for d in self.level.shape(var)]
         return (str(getattr(var.type, "dtype", "")), dims[1:] if leading else dims)
@@ -94,7 +103,7 @@ class Naming:
             role, j, _ = states[i]
         else:
             want = self._rows(mine[i])
-            hits = [(role, j) for role, j, v in states if self._rows(v) == want and None not in want[1]]
+            hits = [(role, j) for role, j, v in states if self._rows(v) == want] if None not in want[1] else []
             if len(hits) != 1:
                 return ""
             role, j = hits[0]
@@ -107,19 +116,17 @@ class Naming:
         outs = self.args.outer_out_nit_sot
         if fwd is None or i >= len(outs) or outs[i] is None:
             return ""
-        seqs = [v for v in fwd.args.outer_in_seqs if getattr(v.type, "dtype", None) is not None]
+        seqs = [j for j, v in enumerate(fwd.args.outer_in_seqs) if getattr(v.type, "dtype", None) is not None]
         want = self._rows(outs[i])
         if None in want[1]:
             return ""
-        hits = [j for j, v in enumerate(seqs) if self._rows(v) == want]
-        if len(hits) != 1:
-            same = [j for j, v in enumerate(seqs) if self._rows(v) == want]
-            if len(seqs) != len(outs) or i not in same:
+        hits = [j for j in seqs if self._rows(fwd.args.outer_in_seqs[j]) == want]
+        if len(hits) != 1:  # several of that shape: by position, when every sequence has its gradient
+            if len(seqs) != len(outs) or i >= len(seqs) or seqs[i] not in hits:
                 return ""
-            hits = [i]
+            hits = [seqs[i]]
         j = hits[0]
-        label = fwd._user_label(fwd.args.outer_in_seqs[fwd.args.outer_in_seqs.index(seqs[j])], "sequence", j,
-                                getattr(fwd, "call", None))
+        label = fwd._user_label(fwd.args.outer_in_seqs[j], "sequence", j, getattr(fwd, "call", None))
         if not label or label.startswith("<"):
             return ""
         return f"`{label}`"
@@ -130,12 +137,9 @@ class Naming:
         of the user's, or what it is computed from."""
         if root is not None and _is_constant(self.api, root):
             return _constant_text(root)
-        owner = getattr(root, "owner", None)
-        plan = self.w.plans.get(id(owner)) if owner is not None else None
-        if plan is not None:
-            for role, j, _, outer_out, _ in plan.buffers:
-                if outer_out is root:
-                    return f"{plan._output_phrase(role, j)} of `{plan.info.name or 'scan_fn'}`"
+        phrase = self._scan_output_phrase(root)
+        if phrase:
+            return phrase
         for var in (v, root):
             site = self.w.session.user_site_from_trace(var) if var is not None and var.owner is not None else None
             if site is not None:
@@ -169,11 +173,10 @@ class Naming:
                     else:
                         unnamed = True
                 continue
-            plan = self.w.plans.get(id(owner))
-            if plan is not None:
-                for role, j, _, outer_out, _ in plan.buffers:
-                    if outer_out is var:
-                        found.append(f"{plan._output_phrase(role, j)} of `{plan.info.name or 'scan_fn'}`")
+            if id(owner) in self.w.plans:  # another scan's output: named, not walked into
+                phrase = self._scan_output_phrase(var)
+                if phrase:
+                    found.append(phrase)
                 continue
             if ops.is_shape_read(owner.op) or ops.is_shape_i(owner.op):
                 continue  # a size, not a value read
