@@ -169,3 +169,20 @@ def test_a_scan_rewritten_by_pymc_says_so(backend):
     assert logp and logp[0]["rewritten"]
     forward = [s for t in report["targets"] if t["name"].endswith(".forward") for s in t["scans"]]
     assert forward and forward[0]["rewritten"] == ""  # the draws keep the user's recurrence
+
+
+def test_a_decoders_gradient_names_the_encoder_state_it_reads():
+    """The accumulator of the gradient of a non_sequence that another scan computed is named by
+    that scan's state, not by the input whose length sizes it (`x`); the encoder's backward
+    pass is told in the encoder's names even where its sequences are computed from the states."""
+    from conftest import FIXTURES
+
+    for mode in ("FAST_COMPILE", None):
+        args = ("--mode", mode) if mode else ()
+        report = scanprobe("inspect", FIXTURES / "truth" / "attention_decoder.py", *args, "--format", "json").json()
+        names = [b["belongs_to"] for b in buffers(report)]
+        accs = [n for n in names if "non_sequence (recurrent state `h` of `scan_fn`)" in n]
+        assert accs, names
+        assert not [n for n in names if "non_sequence `x`" in n], names
+        if not [s for t in report["targets"] for s in t["scans"] if "&" in s["name"]]:  # Theano merges them
+            assert "backward-pass gradient of recurrent state `h`" in names, names

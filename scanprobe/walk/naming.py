@@ -17,10 +17,10 @@ class Naming:
             var = _shape_source(self.api, creator) if creator is not None else None
             non_seqs = self.args.outer_in_non_seqs
             if var is None or not any(self.w.session.same_variable(var, ns) or var is ns for ns in non_seqs):
-                var = self._non_seq_shaped_like(outer_in_dims=getattr(self, "_dims_values", None), role=role, i=i)
+                var = self._non_seq_shaped_like(getattr(self.args, f"outer_in_{role}")[i], role)
             if var is not None:
                 display, name = self._name_of_forward_input(var)
-                return f"gradient accumulator of non_sequence {display}", name
+                return f"gradient accumulator of {display}", name
             if "&" not in rec.name:
                 return f"gradient accumulator #{i} of {rec.name[len('grad_of_'):]}", ""
         if rec.is_gradient and "&" not in rec.name:
@@ -60,7 +60,26 @@ class Naming:
             plan = self.w.plans.get(id(owner)) if owner is not None else None
             if plan is not None and plan is not self and plan not in found:
                 found.append(plan)
+        if not found:  # the rewrites computed on the forward outputs first (1 - h**2): look behind
+            found = self._forward_plans_behind(self.args.outer_in_seqs)
         return found[0] if len(found) == 1 else None
+
+    def _forward_plans_behind(self, vars_, limit=400):
+        """The forward (non-gradient) scans whose outputs ``vars_`` are computed from."""
+        found, seen, stack = [], set(), list(vars_)
+        while stack and len(seen) < limit:
+            owner = getattr(stack.pop(), "owner", None)
+            if owner is None or id(owner) in seen:
+                continue
+            seen.add(id(owner))
+            plan = self.w.plans.get(id(owner))
+            if plan is not None:
+                if plan is not self and not (plan.info.name or "").startswith("grad_of_") and plan not in found:
+                    found.append(plan)
+                continue
+            if not (ops.is_shape_read(owner.op) or ops.is_shape_i(owner.op)):
+                stack.extend(owner.inputs)
+        return found if not stack else []
 
     def _output_phrase(self, role, i) -> str:
         """``recurrent state `h``` / ``per-step output `y``` for this scan's buffer (role, i)."""
@@ -137,7 +156,8 @@ class Naming:
         of the user's, or what it is computed from."""
         if root is not None and _is_constant(self.api, root):
             return _constant_text(root)
-        phrase = self._scan_output_phrase(root)
+        phrase = self._scan_output_phrase(root) or self._scan_output_phrase(
+            _strip_to_root(self.api, v, through_subtensor=True))  # `hs` of `hs, _ = scan(...)`: h[1:]
         if phrase:
             return phrase
         for var in (v, root):
@@ -207,16 +227,15 @@ class Naming:
         if len(hits) != 1:
             return ""
         display, _ = self._name_of_forward_input(hits[0])
-        return f"non_sequence {display}" if not display.startswith("`<") else ""
+        return display if not display.startswith("non_sequence `<") else ""
 
-    def _non_seq_shaped_like(self, outer_in_dims, role, i):
+    def _non_seq_shaped_like(self, outer_in, role):
         """The one non_sequence whose (known) shape and dtype match a gradient buffer's rows.
 
         Used when the buffer's shape no longer points at its variable (shapes constant-folded);
         when two non_sequences have the same shape the answer stays unknown rather than guessed.
         """
         lv = self.level
-        outer_in = getattr(self.args, f"outer_in_{role}")[i]
         dims = [lv.value(d) for d in lv.shape(outer_in)]
         rows = dims[1:] if role != "untraced" else dims
         def matching(candidates):
@@ -226,11 +245,13 @@ class Naming:
                     continue
                 shp = [lv.value(d) for d in lv.shape(ns)]
                 root = _strip_to_root(self.api, ns)
-                if root.owner is not None or _is_constant(self.api, root):
+                if _is_constant(self.api, root) or (root.owner is not None and not computed):
                     continue
                 if all(isinstance(x, int) for x in shp) and shp == rows and root not in hits:
-                    hits.append(root)
+                    hits.append(root if root.owner is None else ns)
             return hits
+
+        computed = True  # the scan's own non_sequences: another scan's output counts (named by it)
 
         hits = matching(self.args.outer_in_non_seqs)
         if not hits and lv.parent is None:
@@ -241,25 +262,28 @@ class Naming:
                 for d in lv.shape(v):
                     lv.request(d)
             lv.evaluate_pending()
+            computed = False
             hits = matching(inputs)
-        if len(hits) == 1 and hits[0].owner is None:
-            return hits[0]
-        return None
+        return hits[0] if len(hits) == 1 else None
 
     def _name_of_forward_input(self, var):
-        """(display, name) of a graph input that a scan step receives as a non_sequence.
+        """(display, name) of what a scan step receives as a non_sequence: ``non_sequence `W```.
 
         The step function's parameter name is what the user reads in the step's code; the
-        module-level name is added when it differs (``input`` (``images``)).
+        module-level name is added when it differs (``input`` (``images``)). A computed one is
+        said by what computes it (``non_sequence (recurrent state `h` of `scan_fn`)``).
         """
+        if var.owner is not None:
+            text = self._computed_input_label(var, _strip_to_root(self.api, var))
+            return (f"non_sequence ({text})" if text else "a computed non_sequence"), ""
         label = self.w.label_of(var, self.level)
         for call in self.w.session.scan_calls:
             name = call.name_of_non_sequence(self.w.session, var)
             if name:
                 if name == label or label.startswith("<"):
-                    return f"`{name}`", name
-                return f"`{name}` (`{label}`)", name
-        return f"`{label}`", label
+                    return f"non_sequence `{name}`", name
+                return f"non_sequence `{name}` (`{label}`)", name
+        return f"non_sequence `{label}`", label
 
     # ---------------------------------------------------------------- nesting
 

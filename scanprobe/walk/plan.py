@@ -220,9 +220,13 @@ class ScanPlan(Naming):
             _, creator = _creator(self.api, outer_in)
             belongs = f"untraced state #{i} (no history kept)"
             var = _shape_source(self.api, creator, leading=False)
+            if rec.is_gradient and (var is None or not any(self.w.session.same_variable(var, ns) or var is ns
+                                                           for ns in self.args.outer_in_non_seqs)):
+                # the shape's source is not what it accumulates (x.shape[0] sizing hs's gradient)
+                var = self._non_seq_shaped_like(outer_in, role)
             if rec.is_gradient and var is not None:
                 display, _ = self._name_of_forward_input(var)
-                belongs = f"gradient accumulator of non_sequence {display}, untraced (no history kept)"
+                belongs = f"gradient accumulator of {display}, untraced (no history kept)"
             return R.Buffer(
                 scan_id=rec.id, role=role, index=i, dtype=dtype, itemsize=itemsize, dims=rdims,
                 needed_rows=0, belongs_to=belongs,
