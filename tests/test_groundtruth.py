@@ -106,3 +106,22 @@ def test_predicted_buffers_are_what_runs(backend, name, mode, monkeypatch):
             assert all(p["shape"] is not None for p in pred), [p for p in pred if p["shape"] is None]
             problems = compare(pred, run_and_record(live, calls))
             assert not problems, "\n".join([f"{name} {live.target.name} mode={mode} (cut)"] + problems)
+
+
+CVM_FIXTURES = ["attention_decoder.py", "char_rnn_columns.py", "lstm_layer.py", "rbm_bptt.py"]
+
+
+@pytest.mark.parametrize("name", CVM_FIXTURES)
+def test_gradient_buffers_under_the_cvm_linker(backend, name, monkeypatch):
+    """PyTensor's C virtual machine (`mode="CVM"`; the default is Numba from 3.0 on) links the
+    BLAS rewrites' forms: the gradient scans' per-step terms and tapes, column-major and
+    row-major, must be what that linker allocates (issue 25, item 6)."""
+    if backend != "pytensor":
+        pytest.skip("the CVM mode is PyTensor's (Theano and Aesara link a CVM by default)")
+    lives = analyse(name, "CVM", 300, monkeypatch).live
+    calls: dict = {}
+    for live in lives:
+        pred = predicted(live.target)
+        assert all(p["shape"] is not None for p in pred), [p for p in pred if p["shape"] is None]
+        problems = compare(pred, run_and_record(live, calls))
+        assert not problems, "\n".join([f"{name} {live.target.name} mode=CVM"] + problems)

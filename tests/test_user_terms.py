@@ -186,3 +186,13 @@ def test_a_decoders_gradient_names_the_encoder_state_it_reads():
         assert not [n for n in names if "non_sequence `x`" in n], names
         if not [s for t in report["targets"] for s in t["scans"] if "&" in s["name"]]:  # Theano merges them
             assert "backward-pass gradient of recurrent state `h`" in names, names
+
+
+def test_a_graph_name_that_is_a_sentence_names_nothing():
+    """pymc-extras' Kalman filter names an output with an assertion's message: no buffer is
+    "per-step output `Observed data and parameters must have ...`"."""
+    from scanprobe.walk.naming import _is_identifier
+
+    assert _is_identifier("series_logprob") and _is_identifier("model.y")
+    assert not _is_identifier("Observed data and parameters must have the same number of timesteps (dimension 0)")
+    assert not _is_identifier("")

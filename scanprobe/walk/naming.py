@@ -47,6 +47,8 @@ class Naming:
         if not name and role == "nit_sot" and not rec.is_gradient:  # the graph's own name (PyMC: `series_logprob`)
             outs = getattr(self.args, "outer_out_nit_sot", None) or []
             name = (getattr(outs[i], "name", None) or "") if i < len(outs) else ""
+            if not _is_identifier(name):  # an assertion's message given as the name (pymc-extras)
+                name = ""
         return (f"per-step output `{name}`" if name else f"per-step output #{i}"), name
 
     # ------------------------------------------------- the forward scan of a gradient scan
@@ -286,6 +288,11 @@ class Naming:
         return f"non_sequence `{label}`", label
 
     # ---------------------------------------------------------------- nesting
+
+
+def _is_identifier(name: str) -> bool:
+    """A name as code spells it (``series_logprob``, ``model.y``), not a sentence."""
+    return bool(name) and all(part.isidentifier() for part in name.split("."))
 
 
 def _constant_text(var) -> str:
