@@ -247,8 +247,9 @@ class Naming:
                     continue
                 shp = [lv.value(d) for d in lv.shape(ns)]
                 root = _strip_to_root(self.api, ns)
-                if _is_constant(self.api, root) or (root.owner is not None and not computed):
-                    continue
+                if _is_constant(self.api, root) or (root.owner is not None and not (
+                        computed and self._scan_output_phrase(_strip_to_root(self.api, ns, through_subtensor=True)))):
+                    continue  # a computed one only when it is another scan's output (the encoder's states)
                 if all(isinstance(x, int) for x in shp) and shp == rows and root not in hits:
                     hits.append(root if root.owner is None else ns)
             return hits
