@@ -240,7 +240,7 @@ class Naming:
         lv = self.level
         dims = [lv.value(d) for d in lv.shape(outer_in)]
         rows = dims[1:] if role != "untraced" else dims
-        def matching(candidates):
+        def matching(candidates, computed):
             hits = []
             for ns in candidates:
                 if getattr(ns.type, "dtype", None) != outer_in.type.dtype:
@@ -254,9 +254,8 @@ class Naming:
                     hits.append(root if root.owner is None else ns)
             return hits
 
-        computed = True  # the scan's own non_sequences: another scan's output counts (named by it)
-
-        hits = matching(self.args.outer_in_non_seqs)
+        # the scan's own non_sequences: another scan's output counts (named by it)
+        hits = matching(self.args.outer_in_non_seqs, computed=True)
         if not hits and lv.parent is None:
             # the rewrites may have dropped the non_sequence from the backward scan (only its
             # shape was used): look among the function's inputs and shared variables
@@ -265,8 +264,7 @@ class Naming:
                 for d in lv.shape(v):
                     lv.request(d)
             lv.evaluate_pending()
-            computed = False
-            hits = matching(inputs)
+            hits = matching(inputs, computed=False)
         return hits[0] if len(hits) == 1 else None
 
     def _name_of_forward_input(self, var):
