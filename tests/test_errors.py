@@ -5,6 +5,7 @@ import json
 import pytest
 
 from conftest import BACKEND, FIXTURES, ROOT, scanprobe
+from helpers import still_running
 
 
 def _error(res):
@@ -213,15 +214,6 @@ def test_user_code_cannot_end_scanprobe_with_its_exit_code(mode, code):
         assert sarif["runs"][0]["results"], sarif
 
 
-def _alive(pid: int) -> bool:
-    """A process that still runs (a zombie waiting for its reaper does not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
 @pytest.mark.parametrize("escape", ["session", "daemon"])
 @pytest.mark.parametrize("command", ["inspect", "profile"])
 def test_nothing_the_module_starts_outlives_the_command(command, escape, tmp_path):
@@ -230,8 +222,6 @@ def test_nothing_the_module_starts_outlives_the_command(command, escape, tmp_pat
     Every command runs the module in a child with its own session; at the end every process the
     run started (in its group, below it in the tree, or carrying the run's mark when a double
     fork reparented it) is killed. Were one left holding the pipe, this call would not return."""
-    import time
-
     pidfile = tmp_path / "pids"
     extra = ["--runs", "1", "--no-node-profile"] if command == "profile" else []
     res = scanprobe(command, FIXTURES / "escapes_at_import.py", *extra,
@@ -239,10 +229,7 @@ def test_nothing_the_module_starts_outlives_the_command(command, escape, tmp_pat
     assert res.rc in (0, 1), res
     pids = [int(p) for p in pidfile.read_text().split()]
     assert pids, "the module started nothing"
-    deadline = time.time() + 60  # a kill already sent: only the kernel's bookkeeping is waited for
-    while time.time() < deadline and any(_alive(p) for p in pids):
-        time.sleep(0.2)
-    assert not [p for p in pids if _alive(p)], "a process the module started is still running"
+    assert not still_running(pids), "a process the module started is still running"
 
 
 @pytest.mark.parametrize("escape", ["c_loop", "no_alarm"])

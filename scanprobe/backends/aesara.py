@@ -15,6 +15,7 @@ class AesaraBackend(PyTensorBackend):
     install_hint = "pip install 'scanprobe[aesara]'  (Aesara 2.9 needs numpy<2)"
     save_mem_tag = "scan_save_mem"
     save_mem_rewrites = ("scan_save_mem",)
+    c_linker_module = "aesara.link.c.basic"
 
     def load(self, notes):
         if self.api is not None:

@@ -131,6 +131,10 @@ class Backend(ABC):
     def package_dir(self) -> str:
         """The folder the library is installed in (its own frames are not the user's)."""
 
+    def warm_compile_cache(self) -> None:
+        """Read the library's compile cache index now, once, for the processes forked after
+        (``runners.forkserver``); a library without one does nothing."""
+
     @abstractmethod
     def install_hooks(self, session) -> None:
         """Route the library's ``function`` and ``scan`` through ``session`` while user code runs."""

@@ -19,6 +19,7 @@ class PyTensorBackend(FamilyBackend):
     module_name = "pytensor"
     install_hint = "pip install 'scanprobe[pytensor]'"
     save_mem_tag = "scan_save_mem"
+    c_linker_module = "pytensor.link.c.basic"
     save_mem_rewrites = (
         "scan_reduce_trace_prealloc",
         "scan_reduce_trace_no_prealloc",

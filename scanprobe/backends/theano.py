@@ -39,6 +39,7 @@ class TheanoBackend(FamilyBackend):
     install_hint = "pip install 'scanprobe[theano]'  (Theano 1.0.5 needs numpy<1.24)"
     save_mem_tag = "scanOp_save_mem"
     save_mem_rewrites = ("scanOp_save_mem",)
+    c_linker_module = "theano.gof.cc"
     clone_code = "theano.clone"
     no_gpu_reason = "Theano's GPU backend needs pygpu/libgpuarray, which PyPI does not provide"
 

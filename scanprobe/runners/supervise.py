@@ -46,7 +46,7 @@ def run_child(spec: ChildSpec, timeout: float, memory_limit: int | None, on_step
             env.setdefault("PYTHONHASHSEED", "0")
             if spec.device == "cuda":
                 env.setdefault("JAX_PLATFORMS", "cuda")
-            proc = subprocess.Popen(
+            proc = _forked(spec, env, spec_path, log_path) or subprocess.Popen(
                 [sys.executable, "-m", "scanprobe.runners.child", spec_path],
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -76,6 +76,30 @@ def run_child(spec: ChildSpec, timeout: float, memory_limit: int | None, on_step
 RUN_MARK = "SCANPROBE_RUN"
 
 
+def _forked(spec, env, spec_path, log_path):
+    """The child forked by a fork server (``runners.forkserver``), where the environment asks for
+    one (``SCANPROBE_FORK_SERVER=1``) and it is not a CUDA run (a device is never initialised
+    before a fork); else None (started with exec)."""
+    from scanprobe.runners import forkserver
+
+    if not forkserver.enabled() or spec.device == "cuda":
+        return None
+    server = forkserver.server_for(_backend_guess(spec), env)
+    return server.start(spec_path, env, os.getcwd(), log_path)
+
+
+def _backend_guess(spec) -> str:
+    """The backend the child will pick (the server imports it once), or "" where it will fail."""
+    from scanprobe.backends import resolve
+    from scanprobe.errors import ScanprobeError
+    from scanprobe.pipeline import split_target
+
+    try:
+        return resolve(spec.backend, split_target(spec.spec)[0])[0].name
+    except (ScanprobeError, OSError):
+        return ""
+
+
 def _kill_all(proc, token: str) -> None:
     """Kill the child, its process group (what it forked stays in it) and every process it
     started that left the group (``setsid``, ``start_new_session``, a double fork): those found
@@ -86,8 +110,11 @@ def _kill_all(proc, token: str) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    # a forked child (and what it forks) carries its server's mark, not the run's: see forkserver
+    marks = (token, *getattr(proc, "marks", ()))
+    spared = {os.getpid(), *getattr(proc, "spared", ())}
     for _ in range(20):  # until no marked process is left (one may fork while the others die)
-        left = (below | _marked(token)) - {os.getpid()}
+        left = (below | _marked(marks)) - spared
         below = set()
         if not left:
             break
@@ -136,14 +163,14 @@ def _descendants(pid: int) -> set[int]:
     return out
 
 
-def _marked(token: str) -> set[int]:
-    """Live processes whose environment carries this run's mark."""
-    mark = f"{RUN_MARK}={token}".encode()
+def _marked(tokens) -> set[int]:
+    """Live processes whose environment carries one of these marks."""
+    marks = {f"{RUN_MARK}={token}".encode() for token in tokens}
     out = set()
     for pid, _ in _processes():
         try:
             with open(f"/proc/{pid}/environ", "rb") as fh:
-                if mark in fh.read().split(b"\0"):
+                if marks.intersection(fh.read().split(b"\0")):
                     out.add(pid)
         except OSError:
             continue
