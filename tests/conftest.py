@@ -51,11 +51,12 @@ _SYNC = _compile_cache.SiblingSync(_CACHE) if (_CACHE is not None and _WORKER) e
 #: something else than in a user's shell, depending on which test ran first in this worker
 _START_FLAGS = {k: os.environ[k] for k in ("THEANO_FLAGS", "PYTENSOR_FLAGS", "AESARA_FLAGS") if k in os.environ}
 os.environ.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".cache" / "numba"))
-# SCANPROBE_FORK_SERVER=1 starts the children of the commands run in this process from a fork
-# server that imported the backend once (scanprobe/runners/forkserver.py: PyTensor 3.0 leg 246 ->
-# 178 s); off by default until every leg has passed with it; the commands a test runs in a child
-# process of their own (isolated=True) start theirs with exec, as a user's single command does
-os.environ.setdefault("SCANPROBE_FORK_SERVER", "0")
+# the children of the commands run in this process start from a fork server that imported the
+# backend once (scanprobe/runners/forkserver.py: PyTensor 3.0 leg 246 -> 178 s; every leg passed
+# with it, on a fresh machine: bench/RESULTS.md table 7); SCANPROBE_FORK_SERVER=0 starts each
+# with exec instead. The commands a test runs in a child process of their own (isolated=True)
+# start theirs with exec, as a user's single command does
+os.environ.setdefault("SCANPROBE_FORK_SERVER", "1")
 
 
 def _backend_version() -> str:
