@@ -4,7 +4,8 @@ Every command runs the user's module in a child process (``runners.supervise``).
 ``exec``, each child imports numpy, scanprobe and the backend again: 0.4 s of CPU on PyTensor 3,
 1-1.3 s on Theano 1.0.5, Aesara 2.9 and PyTensor 2.38. A process that runs many commands (the
 test suite: hundreds per backend version) can start them from a server that did that once. It is
-opt-in: ``SCANPROBE_FORK_SERVER=1`` in the environment of the process that runs the commands.
+opt-in: ``SCANPROBE_FORK_SERVER=1`` in the environment of the process that runs the commands (the
+test suite sets it: tests/conftest.py; a user's single command gains nothing from it).
 
 What a forked child gets is what an ``exec``'d one gets: a session and process group of its own,
 stdin on ``/dev/null``, stdout and stderr in the run's log file, the environment, working folder

@@ -89,14 +89,15 @@ def _forked(spec, env, spec_path, log_path):
 
 
 def _backend_guess(spec) -> str:
-    """The backend the child will pick (the server imports it once), or "" where it will fail."""
+    """The backend the child will pick (the server imports it once), or "" where it cannot be
+    told: only a guess, so any error (a file Python refuses to parse: ValueError for NUL bytes
+    before 3.12) leaves it to the child, which reports it in contract."""
     from scanprobe.backends import resolve
-    from scanprobe.errors import ScanprobeError
     from scanprobe.pipeline import split_target
 
     try:
         return resolve(spec.backend, split_target(spec.spec)[0])[0].name
-    except (ScanprobeError, OSError):
+    except Exception:  # noqa: BLE001 - the child meets the same error and reports it
         return ""
 
 
