@@ -142,8 +142,25 @@ def scanprobe(*args, env=None, cwd=None, timeout=600, isolated=False) -> Result:
     """Run the real command line: in this process (click's runner: the same parsing, reporters
     and exit codes, the backend imported once for the whole run), or in a child process where
     isolation is what a test is about (``isolated=True``, or an environment variable a backend
-    reads at import)."""
+    reads at import). With SCANPROBE_TEST_CALL_LOG=FILE each call appends a JSON line (test,
+    arguments, seconds) to FILE: how the suite's time was split among calls (docs/next.md)."""
     env = {k: str(v) for k, v in (env or {}).items()}
+    log = os.environ.get("SCANPROBE_TEST_CALL_LOG")
+    if log:
+        import time
+
+        t0 = time.monotonic()
+        try:
+            return _scanprobe(args, env, cwd, timeout, isolated)
+        finally:
+            with open(log, "a") as f:
+                f.write(json.dumps({"test": os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0],
+                                    "args": [str(a) for a in args], "env": env, "cwd": str(cwd or ""),
+                                    "isolated": isolated, "s": round(time.monotonic() - t0, 2)}) + "\n")
+    return _scanprobe(args, env, cwd, timeout, isolated)
+
+
+def _scanprobe(args, env, cwd, timeout, isolated) -> Result:
     if isolated or any(k in env for k in _IMPORT_TIME_ENV) or os.environ.get("SCANPROBE_TEST_SUBPROCESS"):
         proc = subprocess.run(
             [sys.executable, "-m", "scanprobe", *map(str, args)],
