@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -146,18 +147,15 @@ def scanprobe(*args, env=None, cwd=None, timeout=600, isolated=False) -> Result:
     arguments, seconds) to FILE: how the suite's time was split among calls (docs/next.md)."""
     env = {k: str(v) for k, v in (env or {}).items()}
     log = os.environ.get("SCANPROBE_TEST_CALL_LOG")
-    if log:
-        import time
-
-        t0 = time.monotonic()
-        try:
-            return _scanprobe(args, env, cwd, timeout, isolated)
-        finally:
+    t0 = time.monotonic()
+    try:
+        return _scanprobe(args, env, cwd, timeout, isolated)
+    finally:
+        if log:
             with open(log, "a") as f:
                 f.write(json.dumps({"test": os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0],
                                     "args": [str(a) for a in args], "env": env, "cwd": str(cwd or ""),
                                     "isolated": isolated, "s": round(time.monotonic() - t0, 2)}) + "\n")
-    return _scanprobe(args, env, cwd, timeout, isolated)
 
 
 def _scanprobe(args, env, cwd, timeout, isolated) -> Result:
