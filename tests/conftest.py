@@ -40,6 +40,8 @@ import compile_cache as _compile_cache  # noqa: E402
 
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER") or None
 _CACHE = _compile_cache.configure(ROOT, BACKEND, _WORKER)
+# PyTensor: numba at LLVM level 1, in a compile cache of the tests' own (tests/compile_cache.py)
+NUMBA_TEST_CACHE = _compile_cache.configure_numba(BACKEND)
 COMPILE_CACHE = _CACHE  # this process's compile cache (None for a backend without one)
 # the includes every C module starts with, precompiled once per leg (made by the first process, the
 # pytest-xdist controller, before the workers start)

@@ -46,6 +46,35 @@ def test_compiledir_flag_is_set_or_replaced():
     assert with_compiledir("base_compiledir=/a,floatX=float32", "/c") == "base_compiledir=/c,floatX=float32"
 
 
+def test_pytensor_tests_compile_numba_at_level_1_in_a_cache_of_their_own():
+    """PyTensor's numba cache does not key by LLVM level: the tests' level-1 code must never land
+    in the user's ~/.pytensor, and the level must reach numba in this process and in the
+    commands' children (tests/compile_cache.py)."""
+    import pytest
+
+    from conftest import NUMBA_TEST_CACHE
+
+    if BACKEND != "pytensor":
+        pytest.skip("PyTensor's numba cache")
+    if NUMBA_TEST_CACHE is None:
+        pytest.skip("the user's own base_compiledir is kept")
+    import subprocess
+    import sys
+
+    from compile_cache import test_cache_home
+    from conftest import child_env
+
+    assert NUMBA_TEST_CACHE == test_cache_home() / "pytensor"
+    assert os.path.expanduser("~/.pytensor") != str(NUMBA_TEST_CACHE)
+    code = "import numba, pytensor; print(numba.config.OPT, pytensor.config.base_compiledir)"
+    out = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, check=True)
+    level, folder = out.stdout.split()
+    assert level in ("1", "_OptLevel(1)") and folder == str(NUMBA_TEST_CACHE)
+    import numba
+
+    assert int(numba.config.OPT) == 1
+
+
 def test_the_precompiled_header_falls_back_to_the_real_one():
     """On a leg whose cache the run keeps under the clone, the folder's Python.h is only the real
     header and the backend's flags put the folder on the include path of this run's compiles;
