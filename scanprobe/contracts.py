@@ -7,8 +7,8 @@ tests/test_contracts.py validates every command's JSON against docs/schemas/.
 __version__ = "0.1.0"
 
 #: ``inspect --format json`` and ``check --format json``.
-REPORT_SCHEMA = "scanprobe.report/5"
+REPORT_SCHEMA = "scanprobe.report/6"
 #: ``profile --format json``.
-PROFILE_SCHEMA = "scanprobe.profile/4"
+PROFILE_SCHEMA = "scanprobe.profile/5"
 #: ``fix --format json``.
-FIX_SCHEMA = "scanprobe.fix/5"
+FIX_SCHEMA = "scanprobe.fix/6"

@@ -231,6 +231,9 @@ class ModeInfo:
     #: beside it), as written in ``mode.including(...)``.
     save_mem_including: str = ""
     from_cli: bool = False
+    #: The backend's ``scan_checkpoints`` as the user's code would call it
+    #: (``theano.scan_checkpoints``, ``pytensor.scan.checkpoints.scan_checkpoints``).
+    checkpoints: str = ""
 
 
 @dataclass

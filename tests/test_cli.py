@@ -40,7 +40,7 @@ def test_rules_command():
 def test_json_contract_keys(backend):
     res = scanprobe("inspect", SAMPLES / "seed000_pixel_loop.py", "--mode", "FAST_COMPILE", "--format", "json")
     rep = res.json()
-    assert rep["schema"] == REPORT_SCHEMA == "scanprobe.report/5"
+    assert rep["schema"] == REPORT_SCHEMA == "scanprobe.report/6"
     assert sorted(rep) == ["backend", "file", "findings", "notes", "scanprobe", "schema", "summary", "targets"]
     assert sorted(rep["summary"]) == ["exit_code", "findings", "notes", "removable_bytes", "targets"]
     target = rep["targets"][0]

@@ -13,6 +13,17 @@ def test_rnn_history_is_needed_not_waste(backend):
     (note,) = findings(rep, severities=("info",))
     assert "read by the backward pass: needed" in note["message"]
     assert "N=4: 36.9 kB" in note["explanation"][0]  # (ceil(50/4) + 1 + 4) rows of 2048 B
+    # the fix names the user's own backend's scan_checkpoints, importable as written
+    call = {"theano": "theano.scan_checkpoints"}.get(backend, f"{backend}.scan.checkpoints.scan_checkpoints")
+    assert note["fix"][0].startswith(call + " in place of scan"), note["fix"]
+    assert rep["targets"][0]["mode"]["checkpoints"] == call
+    import importlib
+
+    from scanprobe.backends import get_backend
+
+    get_backend(backend).load([])  # the backend as scanprobe loads it (Theano's flags on Python 3.11)
+    module, _, attr = call.rpartition(".")
+    assert callable(getattr(importlib.import_module(module), attr))
     state = [b for b in buffers(rep) if b["role"] == "sit_sot" and b["belongs_to"] == "recurrent state `h_prev`"]
     assert len(state) == 1, buffers(rep)
     h = state[0]

@@ -109,6 +109,8 @@ class Backend(ABC):
 
     #: The backend's clone function as a user writes it (``theano.clone``), for suggested code.
     clone_code: str = ""
+    #: The backend's ``scan_checkpoints`` as a user's code calls it, for suggested fixes.
+    checkpoints_code: str = ""
     #: Why ``--device cuda`` cannot run this backend ("" when its route is PyTensor's JAX linker).
     no_gpu_reason: str = ""
 

@@ -260,6 +260,7 @@ class FamilyBackend(Wrappers, Hooks, Backend):
             save_mem_tag=self.save_mem_tag,
             save_mem_including=", ".join(repr(t) for t in self._save_mem_tags()),
             from_cli=built.from_cli,
+            checkpoints=self.checkpoints_code,
         )
 
     @staticmethod

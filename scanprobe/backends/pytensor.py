@@ -47,6 +47,10 @@ class PyTensorBackend(FamilyBackend):
     def clone_code(self):
         return f"{self.module_name}.graph.clone_replace"
 
+    @property
+    def checkpoints_code(self):
+        return f"{self.module_name}.scan.checkpoints.scan_checkpoints"
+
     def _import(self, name):
         return importlib.import_module(f"{self.module_name}.{name}" if name else self.module_name)
 

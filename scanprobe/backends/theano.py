@@ -41,6 +41,7 @@ class TheanoBackend(FamilyBackend):
     save_mem_rewrites = ("scanOp_save_mem",)
     c_linker_module = "theano.gof.cc"
     clone_code = "theano.clone"
+    checkpoints_code = "theano.scan_checkpoints"
     no_gpu_reason = "Theano's GPU backend needs pygpu/libgpuarray, which PyPI does not provide"
 
     #: What scanprobe set before Theano's first import in this process (said again on every load).

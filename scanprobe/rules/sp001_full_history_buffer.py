@@ -52,6 +52,11 @@ def _checkpoint_rows(n_steps: int, every: int) -> int:
     return math.ceil(n_steps / every) + 1 + every
 
 
+def _checkpoints_call(target) -> str:
+    """The user's backend's scan_checkpoints, as their code would call it."""
+    return target.mode.checkpoints or "scan_checkpoints"
+
+
 class FullHistoryBuffer(Rule):
     code = "SP001"
     name = "full-history-buffer"
@@ -112,7 +117,7 @@ class FullHistoryBuffer(Rule):
         fix = ["no backend's rewrites shrink a mit_mot buffer (Theano, PyTensor, Aesara)"]
         if n and n >= 16 and rows:
             k = max(2, int(round(math.sqrt(n))))
-            fix.append(f"theano.scan_checkpoints / pytensor.scan.checkpoints.scan_checkpoints on the forward scan "
+            fix.append(f"{_checkpoints_call(target)} on the forward scan "
                        f"with save_every_N={k} keeps about {_checkpoint_rows(n, k)} rows of it: "
                        f"{human_bytes(_checkpoint_rows(n, k) * (buf.bytes // rows))} (forward steps recomputed)")
         return self.finding(
@@ -144,7 +149,7 @@ class FullHistoryBuffer(Rule):
             "read by the backward pass: needed; scan_checkpoints would keep less",
             severity="info", scan=scan, site=scan.site,
             explanation=[f"with scan_checkpoints(..., save_every_N=N): {'; '.join(cells)} (forward steps recomputed)"],
-            fix=["theano.scan_checkpoints / pytensor.scan.checkpoints.scan_checkpoints in place of scan, "
+            fix=[f"{_checkpoints_call(target)} in place of scan, "
                  "with save_every_N near sqrt(n_steps)"],
         )
 
