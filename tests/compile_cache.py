@@ -81,7 +81,7 @@ def configure(root: Path, backend: str, worker: str | None) -> Path | None:
     return base
 
 
-def test_cache_home() -> Path:
+def persistent_cache_home() -> Path:
     """Where the tests keep the compile caches that outlive a clone."""
     own = os.environ.get("SCANPROBE_TEST_CACHE")
     if own:
@@ -96,7 +96,7 @@ def configure_numba(backend: str) -> Path | None:
     if backend != "pytensor":
         return None
     flags = os.environ.get("PYTENSOR_FLAGS", "")
-    base = test_cache_home() / "pytensor"
+    base = persistent_cache_home() / "pytensor"
     m = re.search(r"base_compiledir=([^,]*)", flags)
     if m and Path(m.group(1)) != base:  # the user's own (a worker inherits the run's: the same)
         return None

@@ -61,10 +61,10 @@ def test_pytensor_tests_compile_numba_at_level_1_in_a_cache_of_their_own():
     import subprocess
     import sys
 
-    from compile_cache import test_cache_home
+    from compile_cache import persistent_cache_home
     from conftest import child_env
 
-    assert NUMBA_TEST_CACHE == test_cache_home() / "pytensor"
+    assert NUMBA_TEST_CACHE == persistent_cache_home() / "pytensor"
     assert os.path.expanduser("~/.pytensor") != str(NUMBA_TEST_CACHE)
     code = "import numba, pytensor; print(numba.config.OPT, pytensor.config.base_compiledir)"
     out = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, check=True)
