@@ -9,6 +9,6 @@ __version__ = "0.1.0"
 #: ``inspect --format json`` and ``check --format json``.
 REPORT_SCHEMA = "scanprobe.report/6"
 #: ``profile --format json``.
-PROFILE_SCHEMA = "scanprobe.profile/5"
+PROFILE_SCHEMA = "scanprobe.profile/6"
 #: ``fix --format json``.
-FIX_SCHEMA = "scanprobe.fix/6"
+FIX_SCHEMA = "scanprobe.fix/7"

@@ -117,7 +117,7 @@ def predicted_peak(target, values) -> tuple[int, list[str]]:
 
 
 def measure(fn, values, runs) -> Measurement:
-    """Wall time, RSS above the pre-call level (sampled), tracemalloc peak of one call.
+    """Wall and CPU time, RSS above the pre-call level (sampled), tracemalloc peak of one call.
 
     The first call is a warm-up (timed on its own): JIT linkers (NUMBA) compile there, which
     would hide the call's own memory. Memory is measured on the second call.
@@ -148,14 +148,17 @@ def measure(fn, values, runs) -> Measurement:
         _, m.tracemalloc_peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    times = []
+    times, cpu = [], []
     for _ in range(max(1, runs)):
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         fn(*values)
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
     m.runs = len(times)
     m.wall_median_s = statistics.median(times)
     m.wall_min_s = min(times)
+    m.cpu_median_s = statistics.median(cpu)
+    m.cpu_min_s = min(cpu)
     return m
 
 
