@@ -12,11 +12,28 @@ suite pass like this: no test may depend on how fast the machine is.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+
+
+@contextlib.contextmanager
+def busy_loops(n: int):
+    """N CPU-bound processes, each in a session of its own, killed (their groups) on leaving."""
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True,
+                              stdin=subprocess.DEVNULL) for _ in range(n)]
+    try:
+        yield loops
+    finally:
+        for p in loops:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
 
 
 def main(argv: list[str]) -> int:
@@ -25,19 +42,10 @@ def main(argv: list[str]) -> int:
         return 2
     n = int(argv[0])
     command = argv[argv.index("--") + 1:]
-    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True,
-                              stdin=subprocess.DEVNULL) for _ in range(n)]
     t0 = time.monotonic()
     code = 2
-    try:
+    with busy_loops(n):
         code = subprocess.call(command)
-    finally:
-        for p in loops:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait()
     print(f"busy {n}: exit {code} in {time.monotonic() - t0:.0f} s", flush=True)
     return code
 
