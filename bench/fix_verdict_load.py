@@ -5,7 +5,7 @@ comparing the fixed call's fastest run with the original's. With `--runs 1` that
 sub-millisecond call: on a machine with more runnable processes than cores, one run in a few dozen
 waits for a core and measures tens of milliseconds of wall time. This runs the fix of both fixtures
 N times beside `--busy` CPU-bound processes (bench/busy.py) and records, per run, both sides' wall
-and CPU time, scanprobe's verdict (CPU time since ea7eafd) and the verdict the wall-time rule
+and CPU time, scanprobe's verdict (slower on the clock and in CPU time) and the verdict the wall-time rule
 (1.25x + 10 ms on the fastest run's wall time, before ea7eafd) would have given.
 
 Usage (inside one backend's environment, from the repository root):

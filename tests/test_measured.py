@@ -73,6 +73,9 @@ def test_a_verdict_on_time_reads_cpu_time_not_the_clock():
     assert preempted.status == "verified" and preempted.why_failed == "", preempted.why_failed
     slower_in_cpu = sp003(_timed(0.5, 0.5), _timed(0.9, 0.9))
     assert slower_in_cpu.why_failed == "SP003: the fixed call is slower"
+    # slower in CPU time, faster on the clock: a fix batching work into a multi-threaded BLAS call
+    # spends more CPU in less wall time; slower is slower on both clocks
+    assert sp003(_timed(0.5, 0.5), _timed(0.3, 0.9)).why_failed == ""
     # a child that measured no CPU time (cpu 0): the wall time, as before
     assert sp003(_timed(0.5, 0.0), _timed(0.9, 0.0)).why_failed == "SP003: the fixed call is slower"
     # a warning needs the slowdown in both: slower on the clock only is the machine, not the fix
