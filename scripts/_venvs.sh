@@ -3,6 +3,10 @@
 # and Aesara need numpy < 2, PyTensor needs numpy 2), and PyTensor 3.1+ needs Python >= 3.12.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# scanprobe's own runs of the samples keep Theano's compile cache under the clone; the tests keep
+# theirs in a folder of their own that outlives the clone (tests/compile_cache.py), so scripts/test
+# gives them the flags you set (USER_THEANO_FLAGS), not this default
+USER_THEANO_FLAGS="${THEANO_FLAGS:-}"
 export THEANO_FLAGS="${THEANO_FLAGS:-base_compiledir=$ROOT/.cache/theano}"
 export NUMBA_CACHE_DIR="${NUMBA_CACHE_DIR:-$ROOT/.cache/numba}"
 export PIP_DISABLE_PIP_VERSION_CHECK=1

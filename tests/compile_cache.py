@@ -1,4 +1,4 @@
-"""Compile caches of the C backends during a test run (Theano's and Aesara's: see IN_CLONE): one per
+"""Compile caches of the C backends during a test run (Theano's and Aesara's: see PER_WORKER): one per
 pytest-xdist worker, shared by copying finished modules.
 
 Theano, Aesara and PyTensor hold one lock per compile cache while gcc runs
@@ -16,14 +16,19 @@ Each module's first lines are the includes its backend's ``DynamicModule`` alway
 most of a module's second parsing them (a 801-line Theano module: 0.96 s, 0.43 s with them
 precompiled), so a test run precompiles exactly those lines once per leg, with the flags the backend
 itself compiles with (read from its own ``Running cmd`` log line), into
-``.cache/pch/<leg>/Python.h.gch`` and puts that folder first on the include path
+``<tests' cache>/pch/<leg>/Python.h.gch`` and puts that folder first on the include path
 (``gcc.cxxflags`` / ``gcc__cxxflags``). The machine code is the same (objdump of a module built both
 ways: no difference); where gcc finds the precompiled header unusable (another flag, e.g. a module
 built without -O3) it reads the folder's ``Python.h``, one ``#include_next <Python.h>``: the header
 it would have read anyway.
 
-The caches live under the clone (``.cache/<backend>[/<worker>]``): every run starts from what
-the clone has, never from the user's ``~/.theano`` / ``~/.aesara`` / ``~/.pytensor``.
+The caches live in a folder of the tests' own that outlives a clone (``persistent_cache_home()``:
+``scanprobe-tests/<backend>[/<worker>]`` and ``scanprobe-tests/pch/<leg>`` under ``$XDG_CACHE_HOME``,
+default ``~/.cache``, or ``$SCANPROBE_TEST_CACHE``), never the user's ``~/.theano`` / ``~/.aesara``:
+a clean clone's CI on a machine that ran the tests before starts warm (under the clone, the Theano
+and Aesara legs were cold on every CI run). The precompiled header's folder is there too, not
+under the clone: its ``-I`` path is part of every module's key (the backends key a module by its
+compile options), so a path that changed with every clone would miss every module.
 
 PyTensor's tests compile with numba at LLVM level 1 (``NUMBA_OPT=1``): a cold PyTensor leg spends
 84% of its time in numba's JIT, and ``tests/test_checkpoint.py`` took 87 s cold at O1 against 208 s
@@ -49,12 +54,12 @@ from pathlib import Path
 FLAG_VARS = {"theano": "THEANO_FLAGS", "aesara": "AESARA_FLAGS", "pytensor": "PYTENSOR_FLAGS"}
 
 
-#: backends whose test-run cache is moved here. Aesara: its cold leg 327 s with one cache in
+#: backends whose test-run cache is one per worker, in the tests' own folder. Aesara: its cold leg 327 s with one cache in
 #: ``~/.aesara``, 243 s here (per-worker caches shared by copying, and its first includes, which
 #: hold ``<iostream>``, precompiled). PyTensor keeps its own default (``~/.pytensor``): its cold
 #: 2.38 leg took 219 s there, and a precompiled header gains nothing (its fixed first includes are
 #: Python.h and its helper, no C++ header: one module 0.54 s without, 0.61 s with)
-IN_CLONE = {"theano", "aesara"}
+PER_WORKER = {"theano", "aesara"}
 
 
 def with_compiledir(flags: str, path: Path) -> str:
@@ -66,15 +71,15 @@ def with_compiledir(flags: str, path: Path) -> str:
     return f"{flags},base_compiledir={path}" if flags else f"base_compiledir={path}"
 
 
-def configure(root: Path, backend: str, worker: str | None) -> Path | None:
-    """Point the backend's compile cache at the clone's (the worker's own under xdist); returns
+def configure(backend: str, worker: str | None) -> Path | None:
+    """Point the backend's compile cache at the tests' own (the worker's own under xdist); returns
     the folder, or None for a backend without one."""
     var = FLAG_VARS.get(backend)
-    if var is None or backend not in IN_CLONE:
+    if var is None or backend not in PER_WORKER:
         return None
     flags = os.environ.get(var, "")
     m = re.search(r"base_compiledir=([^,]*)", flags)
-    base = Path(m.group(1)) if m else root / ".cache" / backend
+    base = Path(m.group(1)) if m else persistent_cache_home() / backend
     if worker:
         base = base / worker
     os.environ[var] = with_compiledir(flags, base)
@@ -214,7 +219,7 @@ def _leg_key(backend: str) -> str:
     return f"{backend}-{meta.version(backend)}-numpy{meta.version('numpy')}-py{py}"
 
 
-def precompiled_header(root: Path, backend: str, build: bool) -> Path | None:
+def precompiled_header(backend: str, build: bool) -> Path | None:
     """The folder holding this interpreter's leg's ``Python.h.gch`` (made when ``build`` and missing), or None
     where there is none (no C backend, no compiler, the probe failed: modules are then compiled
     as they always are)."""
@@ -226,7 +231,7 @@ def precompiled_header(root: Path, backend: str, build: bool) -> Path | None:
     if backend not in _C_MODULE or shutil.which("g++") is None:
         return None
     try:
-        folder = root / ".cache" / "pch" / _leg_key(backend)
+        folder = persistent_cache_home() / "pch" / _leg_key(backend)
     except ImportError:
         return None
     if (folder / "Python.h.gch").exists() or not build:

@@ -34,18 +34,20 @@ def _installed_backend() -> str:
 
 BACKEND = _installed_backend()
 os.environ.setdefault("SAMPLE_BACKEND", BACKEND)  # samples run in this process pick the same backend
-# the C backends' compile cache under the clone, one per pytest-xdist worker, finished modules
-# copied between workers before each test (tests/compile_cache.py)
+# the C backends' compile cache in the tests' own folder (outliving the clone), one per pytest-xdist
+# worker, finished modules copied between workers before each test (tests/compile_cache.py)
 import compile_cache as _compile_cache  # noqa: E402
 
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER") or None
-_CACHE = _compile_cache.configure(ROOT, BACKEND, _WORKER)
+#: the backends' flags as the shell gave them, before the lines below point the caches elsewhere
+USER_FLAGS = {k: os.environ.get(k, "") for k in ("THEANO_FLAGS", "PYTENSOR_FLAGS", "AESARA_FLAGS")}
+_CACHE = _compile_cache.configure(BACKEND, _WORKER)
 # PyTensor: numba at LLVM level 1, in a compile cache of the tests' own (tests/compile_cache.py)
 NUMBA_TEST_CACHE = _compile_cache.configure_numba(BACKEND)
 COMPILE_CACHE = _CACHE  # this process's compile cache (None for a backend without one)
 # the includes every C module starts with, precompiled once per leg (made by the first process, the
 # pytest-xdist controller, before the workers start)
-_PCH = _compile_cache.precompiled_header(ROOT, BACKEND, build=not _WORKER) if _CACHE else None
+_PCH = _compile_cache.precompiled_header(BACKEND, build=not _WORKER) if _CACHE else None
 if _PCH is not None:
     _compile_cache.use_precompiled_header(BACKEND, _PCH)
 _SYNC = _compile_cache.SiblingSync(_CACHE) if (_CACHE is not None and _WORKER) else None

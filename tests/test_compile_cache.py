@@ -5,9 +5,9 @@ real header."""
 import os
 import time
 
-from compile_cache import IN_CLONE, SiblingSync, with_compiledir
+from compile_cache import PER_WORKER, SiblingSync, persistent_cache_home, with_compiledir
 
-from conftest import BACKEND, COMPILE_CACHE
+from conftest import BACKEND, COMPILE_CACHE, USER_FLAGS
 
 
 def _module(parent, name, so, age_s=10.0, key=True):
@@ -76,19 +76,27 @@ def test_pytensor_tests_compile_numba_at_level_1_in_a_cache_of_their_own():
 
 
 def test_the_precompiled_header_falls_back_to_the_real_one():
-    """On a leg whose cache the run keeps under the clone, the folder's Python.h is only the real
-    header and the backend's flags put the folder on the include path of this run's compiles;
-    on the others, the backend's own cache and compiler options are left as they were."""
+    """On a leg whose cache the run keeps one per worker (in the tests' own folder, outside the
+    clone, as the precompiled header), the folder's Python.h is only the real header and the
+    backend's flags put the folder on the include path of this run's compiles; on the others, the
+    backend's own cache and compiler options are left as they were."""
     var = {"theano": "THEANO_FLAGS", "aesara": "AESARA_FLAGS", "pytensor": "PYTENSOR_FLAGS"}[BACKEND]
     flags = os.environ.get(var, "")
-    if BACKEND not in IN_CLONE:
+    if BACKEND not in PER_WORKER:
         assert COMPILE_CACHE is None and "cxxflags=-I" not in flags and ".cache/" + BACKEND not in flags
         return
     assert f"base_compiledir={COMPILE_CACHE}" in flags
+    from conftest import ROOT
+
+    home = persistent_cache_home()
+    if "base_compiledir=" not in USER_FLAGS[var]:  # not the user's own folder: the tests' own
+        assert COMPILE_CACHE.parent in (home / BACKEND, home) and ROOT not in COMPILE_CACHE.parents
     if "cxxflags=-I" in flags:
         folder = flags.split("cxxflags=-I", 1)[1].split(",")[0]
         assert open(os.path.join(folder, "Python.h")).read() == "#include_next <Python.h>\n"
         assert os.path.getsize(os.path.join(folder, "Python.h.gch")) > 0
+        # outside the clone: the -I path is part of every module's key, the same in every clone
+        assert os.path.dirname(folder) == str(home / "pch") or "cxxflags=-I" in USER_FLAGS[var]
 
 
 def test_a_second_run_compiles_no_module_again(tmp_path):
