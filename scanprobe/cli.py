@@ -121,6 +121,29 @@ def _on_sigterm(signum, frame):
     raise _Terminated()
 
 
+def _interruption(exc):
+    """The Ctrl-C or SIGTERM behind ``exc``, if any: Python wraps one raised inside some hooks (a
+    class body's ``__set_name__`` while scanprobe's own modules import: a RuntimeError) in an error
+    of its own."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _interrupted(exc, fmt, color):
+    from scanprobe.errors import ScanprobeError
+    from scanprobe.report import render_error
+
+    what = "terminated (SIGTERM)" if isinstance(exc, _Terminated) else "interrupted (Ctrl-C)"
+    err = ScanprobeError(f"{what}: nothing was reported", hint="run the command again to finish it")
+    render_error(err, fmt, sys.stdout, sys.stderr, color)
+    sys.exit(err.exit_code)
+
+
 def _run(work, fmt="text", color=None):
     """Run a command function: a ScanprobeError or a bug of ours ends with one line and exit 2."""
     import signal
@@ -139,11 +162,10 @@ def _run(work, fmt="text", color=None):
         render_error(err, fmt, sys.stdout, sys.stderr, color)
         sys.exit(err.exit_code)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: an error (2), not "findings" (1)
-        what = "terminated (SIGTERM)" if isinstance(exc, _Terminated) else "interrupted (Ctrl-C)"
-        err = ScanprobeError(f"{what}: nothing was reported", hint="run the command again to finish it")
-        render_error(err, fmt, sys.stdout, sys.stderr, color)
-        sys.exit(err.exit_code)
+        _interrupted(exc, fmt, color)
     except Exception as exc:  # a bug of scanprobe's: one line, exit 2, traceback on request
+        if _interruption(exc) is not None:  # a Ctrl-C that Python wrapped in an error of its own
+            _interrupted(_interruption(exc), fmt, color)
         if os.environ.get("SCANPROBE_DEBUG"):
             raise
         err = _internal(exc)

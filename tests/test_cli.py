@@ -69,13 +69,18 @@ def test_exit_zero(backend):
 def test_a_long_step_says_what_runs_when_stderr_is_not_a_terminal():
     """Issue 27, item 4: `fix` ran 15 minutes with nothing on the terminal. A step that runs longer
     than 5 s prints one line on stderr, with the step (here the module's import, asleep for 6 s:
-    the line is printed however fast the machine is); stdout stays the report."""
+    the line is printed however fast the machine is); stdout stays the report. On a busy machine
+    other steps (importing the backend, optimizing) pass 5 s too and say so, each once."""
+    import re
+
     from conftest import FIXTURES
 
     res = scanprobe("inspect", FIXTURES / "slow_import.py", "--format", "json", isolated=True)
     assert res.rc == 0, res
     lines = [line for line in res.err_raw.splitlines() if line.startswith("scanprobe: ")]
-    assert lines == ["scanprobe: running slow_import.py (still running after 5 s)"], res.err_raw
+    assert "scanprobe: running slow_import.py (still running after 5 s)" in lines, res.err_raw
+    assert all(re.fullmatch(r"scanprobe: \S.* \(still running after 5 s\)", line) for line in lines), res.err_raw
+    assert len(set(lines)) == len(lines), res.err_raw
     res.json()  # stdout: the report alone
 
 
@@ -88,3 +93,26 @@ def test_the_cli_reference_in_docs_is_current():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert mod.TARGET.read_text() == mod.render(), "docs/cli.md is stale: python scripts/cli_reference.py"
+
+
+def test_a_ctrl_c_that_python_wraps_is_an_interruption(capsys):
+    """Ctrl-C while scanprobe's own modules import (slow on a busy machine) can land in a class
+    body's ``__set_name__``, which Python 3.11 wraps in a RuntimeError: it was reported as
+    "internal error: RuntimeError" (the loaded Theano leg, issue 29). An interruption, exit 2."""
+    import pytest
+
+    from scanprobe.cli import _run
+
+    class Hook:
+        def __set_name__(self, owner, name):
+            raise KeyboardInterrupt
+
+    def work(progress):
+        class Record:  # noqa: F841 (its creation runs the hook)
+            field = Hook()
+
+    with pytest.raises(SystemExit) as ended:
+        _run(work)
+    assert ended.value.code == 2
+    err = capsys.readouterr().err
+    assert "interrupted (Ctrl-C)" in err and "internal error" not in err, err
