@@ -164,8 +164,9 @@ def _run(work, fmt="text", color=None):
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: an error (2), not "findings" (1)
         _interrupted(exc, fmt, color)
     except Exception as exc:  # a bug of scanprobe's: one line, exit 2, traceback on request
-        if _interruption(exc) is not None:  # a Ctrl-C that Python wrapped in an error of its own
-            _interrupted(_interruption(exc), fmt, color)
+        wrapped = _interruption(exc)  # a Ctrl-C that Python wrapped in an error of its own
+        if wrapped is not None:
+            _interrupted(wrapped, fmt, color)
         if os.environ.get("SCANPROBE_DEBUG"):
             raise
         err = _internal(exc)

@@ -54,11 +54,12 @@ from pathlib import Path
 FLAG_VARS = {"theano": "THEANO_FLAGS", "aesara": "AESARA_FLAGS", "pytensor": "PYTENSOR_FLAGS"}
 
 
-#: backends whose test-run cache is one per worker, in the tests' own folder. Aesara: its cold leg 327 s with one cache in
-#: ``~/.aesara``, 243 s here (per-worker caches shared by copying, and its first includes, which
-#: hold ``<iostream>``, precompiled). PyTensor keeps its own default (``~/.pytensor``): its cold
-#: 2.38 leg took 219 s there, and a precompiled header gains nothing (its fixed first includes are
-#: Python.h and its helper, no C++ header: one module 0.54 s without, 0.61 s with)
+#: backends whose test-run cache is one per worker, in the tests' own folder. Aesara: its cold leg
+#: 327 s with one cache in ``~/.aesara``, 243 s so (per-worker caches shared by copying, and its
+#: first includes, which hold ``<iostream>``, precompiled). PyTensor keeps one cache for both
+#: workers (``configure_numba``): its cold 2.38 leg took 219 s with one, and a precompiled header
+#: gains nothing (its fixed first includes are Python.h and its helper, no C++ header: one module
+#: 0.54 s without, 0.61 s with)
 PER_WORKER = {"theano", "aesara"}
 
 
