@@ -25,6 +25,17 @@ def fix(*args, **kwargs):
     """``scanprobe.fix(f)``: ``f`` with scanprobe's fixes applied, verified on its first call.
 
     See :mod:`scanprobe.api` (imported here on first use, so ``import scanprobe`` stays light).
+
+    The fixes (one per rule, from fixes/registry.py; tests/test_fix_samples.py keeps this list
+    equal to the registry's, which ``import scanprobe`` does not import):
+
+    - SP001 full-history-buffer: save-mem: the backend's rewrite that keeps only the rows a scan reads, added to the mode
+    - SP002 independent-iterations: vectorize: a map scan as one batched computation
+    - SP003 per-step-batch-work: per-example: the gradients from one backward pass (the sum-of-squares form, or the step's graph sliced to its row)
+    - SP006 reduction-over-history: accumulate: a running value in the step in place of the kept history (sum, mean, product, max, min, dot over time)
+    - SP007 backward-tape: running tape: the gradient scan's zero-fed tape rewritten as a running state (2 rows after save-mem)
+    - SP008 per-step-gradient-terms: terms in the loop: the mode's `more_mem` rewrites excluded, so each gradient accumulates in the backward scan
+    - SP010 buffer-over-budget: checkpointed history (with --max-buffer): a forward scan whose history a gradient reads kept every k steps, each segment recomputed in the backward pass
     """
     from scanprobe.api import fix as _fix
 
@@ -37,12 +48,3 @@ def record_gradients(backend_name=None):
     from scanprobe.api import record_gradients as _record
 
     return _record(backend_name)
-
-
-def _document_fixes():
-    from scanprobe.fixes.registry import with_fixes
-
-    fix.__doc__ = with_fixes(fix.__doc__ or "")
-
-
-_document_fixes()

@@ -1,4 +1,4 @@
-from scanprobe.cli import main
+from scanprobe.entry import main
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -15,6 +15,7 @@ import click
 
 from scanprobe.backends import NAMES as BACKENDS
 from scanprobe.contracts import __version__
+from scanprobe.entry import format_in, interrupted, interruption, on_sigterm
 from scanprobe.progress import Progress
 from scanprobe.report import formats
 
@@ -28,37 +29,6 @@ def _internal(exc):
     )
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, handled like Ctrl-C: what runs in a child is killed, the command ends with exit 2."""
-
-
-def _on_sigterm(signum, frame):
-    raise _Terminated()
-
-
-def _interruption(exc):
-    """The Ctrl-C or SIGTERM behind ``exc``, if any: Python wraps one raised inside some hooks (a
-    class body's ``__set_name__`` while scanprobe's own modules import: a RuntimeError) in an error
-    of its own."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, KeyboardInterrupt):
-            return exc
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return None
-
-
-def _interrupted(exc, fmt, color):
-    from scanprobe.errors import ScanprobeError
-    from scanprobe.report import render_error
-
-    what = "terminated (SIGTERM)" if isinstance(exc, _Terminated) else "interrupted (Ctrl-C)"
-    err = ScanprobeError(f"{what}: nothing was reported", hint="run the command again to finish it")
-    render_error(err, fmt, sys.stdout, sys.stderr, color)
-    sys.exit(err.exit_code)
-
-
 def _run(work, fmt="text", color=None):
     """Run a command function: a ScanprobeError or a bug of ours ends with one line and exit 2."""
     import signal
@@ -67,7 +37,7 @@ def _run(work, fmt="text", color=None):
     from scanprobe.report import render_error
 
     try:
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        previous = signal.signal(signal.SIGTERM, on_sigterm)
     except ValueError:  # not the main thread: SIGTERM keeps its handler
         previous = None
     try:
@@ -77,11 +47,11 @@ def _run(work, fmt="text", color=None):
         render_error(err, fmt, sys.stdout, sys.stderr, color)
         sys.exit(err.exit_code)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: an error (2), not "findings" (1)
-        _interrupted(exc, fmt, color)
+        interrupted(exc, fmt, color)
     except Exception as exc:  # a bug of scanprobe's: one line, exit 2, traceback on request
-        wrapped = _interruption(exc)  # a Ctrl-C that Python wrapped in an error of its own
+        wrapped = interruption(exc)  # a Ctrl-C that Python wrapped in an error of its own
         if wrapped is not None:
-            _interrupted(wrapped, fmt, color)
+            interrupted(wrapped, fmt, color)
         if os.environ.get("SCANPROBE_DEBUG"):
             raise
         err = _internal(exc)
@@ -164,25 +134,20 @@ class _Main(click.Group):
         except click.exceptions.UsageError as exc:
             command = exc.ctx.command_path if exc.ctx is not None else "scanprobe"
             err = ScanprobeError(exc.format_message(), hint=f"see `{command} --help`")
-            render_error(err, _format_in(argv), sys.stdout, sys.stderr, None)
+            render_error(err, format_in(argv), sys.stdout, sys.stderr, None)
             sys.exit(err.exit_code)
-        except click.exceptions.Abort:
-            err = ScanprobeError("interrupted (Ctrl-C): nothing was reported", hint="run the command again to finish it")
-            render_error(err, _format_in(argv), sys.stdout, sys.stderr, None)
-            sys.exit(err.exit_code)
+        except click.exceptions.Abort as exc:  # click's form of a Ctrl-C (or SIGTERM) outside _run
+            interrupted(interruption(exc) or KeyboardInterrupt(), format_in(argv))
+        except KeyboardInterrupt as exc:
+            interrupted(exc, format_in(argv))
+        except Exception as exc:
+            stop = interruption(exc)  # wrapped by Python (a command's own imports)
+            if stop is None:
+                raise
+            interrupted(stop, format_in(argv))
         finally:
             restore()
         sys.exit(rv if isinstance(rv, int) else 0)
-
-
-def _format_in(argv) -> str:
-    """The --format asked for on the command line ("text" when none or unreadable)."""
-    for i, a in enumerate(argv):
-        if a == "--format" and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith("--format="):
-            return a.split("=", 1)[1]
-    return "text"
 
 
 _backend = click.option("--backend", type=click.Choice(BACKENDS), help="Default: what FILE imports.")

@@ -5,6 +5,7 @@ from pathlib import Path
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT, SAMPLES, child_env, scanprobe
 from scanprobe import REPORT_SCHEMA
 
@@ -99,7 +100,6 @@ def test_a_ctrl_c_that_python_wraps_is_an_interruption(capsys):
     """Ctrl-C while scanprobe's own modules import (slow on a busy machine) can land in a class
     body's ``__set_name__``, which Python 3.11 wraps in a RuntimeError: it was reported as
     "internal error: RuntimeError" (the loaded Theano leg, issue 29). An interruption, exit 2."""
-    import pytest
 
     from scanprobe.cli import _run
 
@@ -116,3 +116,60 @@ def test_a_ctrl_c_that_python_wraps_is_an_interruption(capsys):
     assert ended.value.code == 2
     err = capsys.readouterr().err
     assert "interrupted (Ctrl-C)" in err and "internal error" not in err, err
+
+
+_SIGNAL_WHILE_IMPORTING = """
+import os, runpy, signal, sys
+
+SIGNAL = getattr(signal, sys.argv[1])
+
+
+class SignalOnImport:  # the signal arrives while the command line's own modules import
+    sent = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "scanprobe.backends" and not SignalOnImport.sent:
+            SignalOnImport.sent = True
+            os.kill(os.getpid(), SIGNAL)
+        return None
+
+sys.meta_path.insert(0, SignalOnImport())
+sys.argv = ["scanprobe", "inspect", "model.py", *sys.argv[2:]]
+runpy.run_module("scanprobe", run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("sig, said", [("SIGINT", "interrupted (Ctrl-C)"), ("SIGTERM", "terminated (SIGTERM)")])
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_signal_while_scanprobes_own_modules_import_is_an_interruption(sig, said, fmt):
+    """Ctrl-C in the first second of a command (several on a busy machine: `import scanprobe`
+    imported every rule, and the command line its modules, before any handler ran) ended with a
+    traceback and the signal's own exit status (-2, -15); the loaded Aesara leg's Ctrl-C test hit
+    it (issue 29). Now an interruption: one line and a hint (the JSON error with --format json),
+    exit 2. The signal is real, sent by the process to itself while scanprobe.backends imports."""
+    args = [sig] + (["--format", "json"] if fmt == "json" else [])
+    proc = subprocess.run([sys.executable, "-c", _SIGNAL_WHILE_IMPORTING, *args], capture_output=True, text=True,
+                          env=child_env(), cwd=ROOT, preexec_fn=_default_sigint)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert f"error: {said}: nothing was reported" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert "hint:" in proc.stderr
+    if fmt == "json":
+        assert json.loads(proc.stdout)["error"]["message"].startswith(said), proc.stdout
+    else:
+        assert proc.stdout == ""
+
+
+def test_import_scanprobe_is_light():
+    """`import scanprobe` (which runs before any handler of the command's can) imports no rule,
+    backend adapter or third-party package: the window where a Ctrl-C is a traceback is Python's
+    own start."""
+    code = "import sys, scanprobe; print(sorted(m for m in sys.modules if m.startswith(('scanprobe.', 'numpy', 'click'))))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['scanprobe.contracts']", proc.stdout
+
+
+def _default_sigint():
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # as from a terminal (a background job inherits it ignored)

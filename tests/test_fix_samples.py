@@ -72,3 +72,14 @@ def test_readme_lists_the_fixes_of_the_registry():
     readme = (ROOT / "README.md").read_text()
     block = readme.split("<!-- fixes:begin -->\n")[1].split("<!-- fixes:end -->")[0]
     assert block.strip() == markdown_list().strip(), "README's list of fixes: python -m scanprobe.fixes.registry"
+
+
+def test_the_fix_docstring_lists_the_fixes_of_the_registry():
+    # written out in scanprobe/__init__.py: `import scanprobe` no longer imports the registry (and
+    # with it every rule) to build it
+    import scanprobe
+    from scanprobe.fixes.registry import help_text
+
+    listed = scanprobe.fix.__doc__.split("import scanprobe`` does not import):\n\n")[1]
+    assert [line.strip()[2:] for line in listed.strip().splitlines()] == help_text().splitlines(), \
+        "scanprobe.fix's docstring: the fixes of python -c 'from scanprobe.fixes.registry import help_text; print(help_text())'"

@@ -190,9 +190,10 @@ def test_ctrl_c_is_an_error_not_findings(backend):
     proc = subprocess.Popen([sys.executable, "-m", "scanprobe", "inspect", str(FIXTURES / "bad_loops_at_import.py")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(), cwd=ROOT,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(1)
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:  # wait until it is inside the module
+    deadline = time.time() + 600  # no tight limit: on a busy machine the start takes long
+    while time.time() < deadline and proc.poll() is None and not _children(proc.pid):
+        time.sleep(0.2)  # until the runner child that imports the module has started
+    while time.time() < deadline and proc.poll() is None:  # the module loops at import
         time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
         try:
