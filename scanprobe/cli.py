@@ -58,7 +58,10 @@ def _run(work, fmt="text", color=None):
         render_error(err, fmt, sys.stdout, sys.stderr, color)
         sys.exit(err.exit_code)
     finally:
-        if previous is not None:
+        # an interruption in the command's own process set SIGTERM to be ignored while its error
+        # is written and the process exits: that stays (restoring the handler would let a late
+        # SIGTERM raise again during the exit)
+        if previous is not None and signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
             signal.signal(signal.SIGTERM, previous)
 
 

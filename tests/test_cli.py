@@ -118,6 +118,35 @@ def test_a_ctrl_c_that_python_wraps_is_an_interruption(capsys):
     assert "interrupted (Ctrl-C)" in err and "internal error" not in err, err
 
 
+_STAYS_IGNORED = """
+import signal, sys
+import scanprobe.entry as entry
+from scanprobe.cli import _run
+
+entry._OWN_PROCESS = True  # as in the scanprobe command's own process (entry.main)
+
+
+def work(progress):
+    raise KeyboardInterrupt
+
+
+try:
+    _run(work)
+except SystemExit as ended:
+    print(ended.code, signal.getsignal(signal.SIGTERM) is signal.SIG_IGN, file=sys.__stdout__)
+"""
+
+
+def test_sigterm_stays_ignored_while_an_interrupted_command_exits():
+    """Once interrupted, the command's own process ignores SIGTERM while it writes its error and
+    exits; `_run`'s clean-up put scanprobe's SIGTERM handler back while `sys.exit(2)` unwound, so a
+    SIGTERM in those last moments raised again (the review of 2026-12-07)."""
+    proc = subprocess.run([sys.executable, "-c", _STAYS_IGNORED], capture_output=True, text=True,
+                          env=child_env(), cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["2", "True"], (proc.stdout, proc.stderr)
+
+
 _SIGNAL_WHILE_IMPORTING = """
 import os, runpy, signal, sys
 
