@@ -192,21 +192,35 @@ def _scanprobe(args, env, cwd, timeout, isolated) -> Result:
     return Result(res.exit_code, res.stdout, res.stderr)
 
 
-#: legs that run a backend version another leg runs on another Python: there, the tests marked
-#: ``same_backend`` (sizes against what the backend allocates, whole training steps compiled and
-#: run: what the backend decides, not Python) run once, on the leg named
-SAME_BACKEND_AS = {"pytensor-3.3-py313": "pytensor-3.3"}
+#: tests that another leg runs with the same outcome, skipped on the legs named here:
+#: ``same_backend`` ones (sizes against what the backend allocates, whole training steps compiled
+#: and run, reports read from the analysis: what the backend version decides, not Python) once
+#: per backend version; ``once_per_python`` ones (what scanprobe's own process handling, options,
+#: output files and rendering decide: a module that exits, forks, hangs or hogs memory, signals,
+#: option errors; no backend version changes their outcome) once per Python version: on Python
+#: 3.11 the Theano leg runs them (Theano's g++ children are the ones a stopped command must also
+#: kill), on 3.12 and 3.13 the PyTensor 3.3 legs
+RUN_ELSEWHERE = {
+    "pytensor-3.3-py313": {"same_backend": "pytensor-3.3"},
+    "aesara": {"once_per_python": "theano"},
+    "pytensor-2.38": {"once_per_python": "theano"},
+    "pytensor-3.0": {"once_per_python": "theano"},
+}
+_WHAT = {"same_backend": "the same backend version", "once_per_python": "the same Python"}
 
 
 def pytest_collection_modifyitems(config, items):
-    twin = SAME_BACKEND_AS.get(os.environ.get("SCANPROBE_LEG", ""))
-    if not twin or os.environ.get("SCANPROBE_ALL_TESTS"):
+    elsewhere = RUN_ELSEWHERE.get(os.environ.get("SCANPROBE_LEG", ""), {})
+    if not elsewhere or os.environ.get("SCANPROBE_ALL_TESTS"):
         return
-    skip = pytest.mark.skip(reason=f"the same backend version runs this on the {twin} leg "
-                                   "(SCANPROBE_ALL_TESTS=1 runs it here too)")
+    skips = {kind: pytest.mark.skip(reason=f"{_WHAT[kind]} runs this on the {leg} leg "
+                                           "(SCANPROBE_ALL_TESTS=1 runs it here too)")
+             for kind, leg in elsewhere.items()}
     for item in items:
-        if item.get_closest_marker("same_backend"):
-            item.add_marker(skip)
+        for kind, skip in skips.items():
+            if item.get_closest_marker(kind):
+                item.add_marker(skip)
+                break
 
 
 @pytest.fixture(autouse=True)

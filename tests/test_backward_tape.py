@@ -13,7 +13,7 @@ from groundtruth import compare, predicted, run_recorded
 
 from conftest import ROOT
 
-pytestmark = pytest.mark.same_backend  # once per backend version (conftest.SAME_BACKEND_AS)
+pytestmark = pytest.mark.same_backend  # once per backend version (conftest.RUN_ELSEWHERE)
 
 FILES = {"lstm": ROOT / "sample_graphs" / "lstm_classifier.py",
          "gru": ROOT / "tests" / "fix_samples" / "SP007_running_tape.py"}

@@ -46,6 +46,7 @@ def test_budgets_and_selection(backend):
     assert res.rc == 0 and "SP001" in res.out
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 def test_settings_from_pyproject(backend, tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.scanprobe]\nmax-buffer = "100kB"\nignore = ["SP001"]\n')
     res = scanprobe("check", *BAD, cwd=tmp_path)
@@ -56,6 +57,7 @@ def test_settings_from_pyproject(backend, tmp_path):
     assert res.rc == 2 and "unknown key(s) in [tool.scanprobe]: max-bufer" in res.err
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 def test_github_annotations(backend):
     res = scanprobe("check", *BAD, "--format", "github")
     lines = [line for line in res.out.splitlines() if line.startswith("::error ")]
@@ -63,6 +65,7 @@ def test_github_annotations(backend):
     assert lines[0].startswith(f"::error file=sample_graphs/seed000_pixel_loop.py,line={GRAD_LINE},title=SP001 full-history-buffer::")
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 def test_sarif_validates_against_the_2_1_0_schema(backend):
     from importlib.resources import files
 
@@ -77,6 +80,7 @@ def test_sarif_validates_against_the_2_1_0_schema(backend):
     assert "## Why is this bad?" in run["tool"]["driver"]["rules"][0]["help"]["markdown"]
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 @pytest.mark.parametrize("args, text", [(["--max-buffer", "huge"], "bad --max-buffer"), ([], "no such file")])
 def test_check_errors(backend, args, text):
     res = scanprobe("check", "missing.py", *args)

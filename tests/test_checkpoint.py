@@ -12,7 +12,7 @@ from groundtruth import compare, predicted, run_recorded
 
 from conftest import ROOT, SAMPLES, scanprobe
 
-pytestmark = pytest.mark.same_backend  # once per backend version (conftest.SAME_BACKEND_AS)
+pytestmark = pytest.mark.same_backend  # once per backend version (conftest.RUN_ELSEWHERE)
 
 FILES = {  # (file, budget, environment)
     "lstm": (SAMPLES / "lstm_classifier.py", 100_000, {"LSTM_STEPS": "60"}),

@@ -67,6 +67,7 @@ def test_exit_zero(backend):
     assert res.rc == 0 and "SP001" in res.out
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 def test_a_long_step_says_what_runs_when_stderr_is_not_a_terminal():
     """Issue 27, item 4: `fix` ran 15 minutes with nothing on the terminal. A step that runs longer
     than 5 s prints one line on stderr, with the step (here the module's import, asleep for 6 s:
@@ -168,6 +169,7 @@ runpy.run_module("scanprobe", run_name="__main__")
 """
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 @pytest.mark.parametrize("sig, said", [("SIGINT", "interrupted (Ctrl-C)"), ("SIGTERM", "terminated (SIGTERM)")])
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_a_signal_while_scanprobes_own_modules_import_is_an_interruption(sig, said, fmt):

@@ -142,6 +142,7 @@ OPTION_ERRORS = [
 ]
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 @pytest.mark.parametrize("args, said", OPTION_ERRORS, ids=[" ".join(a) for a, _ in OPTION_ERRORS])
 def test_option_errors_are_in_contract(args, said, tmp_path):
     """Issue 29, item 14: every bad option value is one line, a hint and exit 2 (click's usage
@@ -157,6 +158,7 @@ def test_option_errors_are_in_contract(args, said, tmp_path):
         assert res.rc == 2 and said in body["error"]["message"] and body["error"]["hint"], res
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 @pytest.mark.parametrize("content, said", [(b'x = "\xff\xfe"\n', "can't decode byte 0xff"),
                                            (b"x = 1\x00\n", "null bytes")], ids=["not-utf8", "nul-byte"])
 def test_a_file_python_refuses_is_a_syntax_error_for_every_command(content, said, tmp_path):
@@ -169,6 +171,7 @@ def test_a_file_python_refuses_is_a_syntax_error_for_every_command(content, said
         assert ":None" not in res.out + res.err
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 def test_a_module_that_clears_sys_path_or_changes_directory_decides_nothing(tmp_path):
     """Issue 29, item 13: a module that cleared sys.path made scanprobe fail to import its own
     reporter (exit 1, "No module named 'rich'"); one that changed directory moved later relative
@@ -182,6 +185,7 @@ def test_a_module_that_clears_sys_path_or_changes_directory_decides_nothing(tmp_
     assert res.rc in (0, 1) and not body["errors"] and len(body["reports"]) == 2, res
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 def test_what_the_module_writes_or_forks_never_reaches_scanprobes_output(tmp_path):
     """Issue 29, items 5 and 6: os.write(1, ...) and sys.__stdout__ at import corrupted the JSON
     and SARIF on stdout; a fork at import went on as a second scanprobe printing a second
@@ -200,6 +204,7 @@ def test_what_the_module_writes_or_forks_never_reaches_scanprobes_output(tmp_pat
         assert "IN THE COPY" not in res.out and res.out.count('"scanprobe"') <= 1 and res.out.count('"$schema"') <= 1
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 @pytest.mark.parametrize("mode, code", [("posix", 2), ("atexit", 1), ("thread", 1)])
 def test_user_code_cannot_end_scanprobe_with_its_exit_code(mode, code):
     """Issue 29, items 1-3: posix._exit(0) at import made `check --format sarif` exit 0 with no
@@ -214,6 +219,7 @@ def test_user_code_cannot_end_scanprobe_with_its_exit_code(mode, code):
         assert sarif["runs"][0]["results"], sarif
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 @pytest.mark.parametrize("escape", ["session", "daemon"])
 @pytest.mark.parametrize("command", ["inspect", "profile"])
 def test_nothing_the_module_starts_outlives_the_command(command, escape, tmp_path):
@@ -232,6 +238,7 @@ def test_nothing_the_module_starts_outlives_the_command(command, escape, tmp_pat
     assert not still_running(pids), "a process the module started is still running"
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 @pytest.mark.parametrize("escape", ["c_loop", "no_alarm"])
 @pytest.mark.parametrize("command", ["inspect", "check", "graph"])
 def test_a_module_that_cannot_be_interrupted_stops_at_the_timeout(command, escape, tmp_path):
@@ -246,6 +253,7 @@ def test_a_module_that_cannot_be_interrupted_stops_at_the_timeout(command, escap
     assert not (tmp_path / "g.svg").exists()
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 @pytest.mark.parametrize("command", ["inspect", "check"])
 def test_a_module_that_kills_its_process_is_an_error(command, tmp_path):
     """The child ended with no report (here the module sent itself SIGKILL): exit 2, named, and

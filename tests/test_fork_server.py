@@ -36,6 +36,7 @@ def test_the_forked_child_reports_what_the_exec_child_reports():
     ("bad_exits.py", ""), ("bad_raises.py", ""),
     ("exits_at_import.py", "posix"), ("exits_at_import.py", "atexit"), ("exits_at_import.py", "thread"),
 ])
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 def test_a_module_that_ends_early_is_the_same_error(fixture, mode):
     """sys.exit, an exception, posix._exit at import, os._exit from an atexit handler or a
     thread: the same exit code and message both ways (the forked child exits as Python would:
@@ -49,6 +50,7 @@ def test_a_module_that_ends_early_is_the_same_error(fixture, mode):
     assert forked.out == execd.out, runs
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 @pytest.mark.parametrize("fork", BOTH)
 @pytest.mark.parametrize("escape", ["session", "daemon", "daemon_noexec"])
 def test_nothing_a_forked_child_starts_outlives_the_command(fork, escape, tmp_path):
@@ -63,6 +65,7 @@ def test_nothing_a_forked_child_starts_outlives_the_command(fork, escape, tmp_pa
     assert not still_running(pids), "a process the module started is still running"
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 def test_a_timeout_kills_the_forked_child_and_the_server_serves_the_next_command(tmp_path):
     from scanprobe.runners import forkserver
 

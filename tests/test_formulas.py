@@ -11,6 +11,8 @@ import pytest
 
 from conftest import FIXTURES, SAMPLES, scanprobe
 
+pytestmark = pytest.mark.same_backend  # reports read from the analysis (conftest.RUN_ELSEWHERE)
+
 #: every shipped sample and fixture that analyses cleanly (the bad_* ones stop on purpose; the
 #: hog_* ones allocate gigabytes at import for the memory-limit tests: 70 s of writing 6 GiB here;
 #: slow_import sleeps 6 s for the progress tests)

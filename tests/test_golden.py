@@ -9,6 +9,8 @@ import pytest
 
 from conftest import SAMPLES, check_golden, scanprobe
 
+pytestmark = pytest.mark.same_backend  # reports read from the analysis (conftest.RUN_ELSEWHERE)
+
 CASES = [
     ("seed000_pixel_loop.py", ["--mode", "FAST_COMPILE"]),
     ("seed000_pixel_loop.py", []),

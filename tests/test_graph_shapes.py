@@ -5,6 +5,8 @@ import pytest
 from conftest import BACKEND, FIXTURES, scanprobe
 from helpers import buffers, findings
 
+pytestmark = pytest.mark.same_backend  # reports read from the analysis (conftest.RUN_ELSEWHERE)
+
 
 def report(name, *args):
     res = scanprobe("inspect", FIXTURES / name, "--format", "json", *args)

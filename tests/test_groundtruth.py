@@ -14,7 +14,7 @@ from groundtruth import compare, evaluated, hooked, predicted
 
 from conftest import FIXTURES
 
-pytestmark = pytest.mark.same_backend  # once per backend version (conftest.SAME_BACKEND_AS)
+pytestmark = pytest.mark.same_backend  # once per backend version (conftest.RUN_ELSEWHERE)
 
 TRUTH = FIXTURES / "truth"
 FILES = sorted(p.name for p in TRUTH.glob("[!_]*.py"))

@@ -9,6 +9,8 @@ import pytest
 
 from conftest import SAMPLES, scanprobe
 
+pytestmark = pytest.mark.once_per_python  # the page and its rendering are scanprobe's own (conftest.RUN_ELSEWHERE)
+
 SEED = SAMPLES / "seed000_pixel_loop.py"
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

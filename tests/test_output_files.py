@@ -10,6 +10,8 @@ import shutil
 import pytest
 from conftest import FIXTURES, scanprobe
 
+pytestmark = pytest.mark.once_per_python  # output files are scanprobe's own (conftest.RUN_ELSEWHERE)
+
 SMALL = FIXTURES / "static_scan.py"
 
 

@@ -160,6 +160,7 @@ def test_calls_that_end_past_the_timeout_between_two_polls_are_a_timeout(tmp_pat
     assert ChildResult.read(str(tmp_path / "ok.json")).overran_s is None
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 def test_an_import_that_allocates_too_much_is_stopped_under_the_memory_limit(backend):
     """Issue 29, item 15: an import allocating 6 GiB in pieces ran to its end under
     --memory-limit 1GiB (the limit counted only the calls). Loading has its limit too:

@@ -99,6 +99,7 @@ def test_a_value_that_does_not_cast_is_an_error_naming_the_input(backend, tmp_pa
 # ------------------------------------------------------------------ output (item 6)
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 def test_what_the_module_prints_does_not_corrupt_machine_output(backend):
     res = scanprobe("inspect", FIXTURES / "prints_at_import.py", "--format", "json")
     assert res.rc in (0, 1), res
@@ -152,6 +153,7 @@ def test_a_fix_whose_run_times_out_is_not_compared_and_the_report_renders(backen
 # ------------------------------------------------------------------ loading (item 9)
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 def test_exit_while_loading_is_an_error_for_every_command(backend):
     for command in ("inspect", "check"):
         for code in ("0", "5"):
@@ -160,6 +162,7 @@ def test_exit_while_loading_is_an_error_for_every_command(backend):
             assert f"os._exit({code})" in res.err
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 def test_a_directory_is_not_a_file(backend):
     res = scanprobe("inspect", FIXTURES)
     assert res.rc == 2 and "is a directory, not a Python file" in res.err and "Traceback" not in res.err
@@ -171,12 +174,14 @@ def test_scalar_values_must_be_finite_and_whole_for_integers(backend):
         assert res.rc == 2 and text in res.err, (value, res)
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 def test_an_endless_loop_at_import_stops_at_the_timeout(backend):
     res = scanprobe("inspect", FIXTURES / "bad_loops_at_import.py", "--timeout", "3", timeout=120)
     assert res.rc == 2, res
     assert "still running after --timeout 3 s" in res.err and "running bad_loops_at_import.py" in res.err
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 def test_ctrl_c_is_an_error_not_findings(backend):
     import signal
     import subprocess
@@ -255,6 +260,7 @@ def _children(pid):
     return out
 
 
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
 def test_a_stopped_profile_leaves_no_child_running(backend, sig):
     """Issue 29, item 8: Ctrl-C or SIGTERM during profile left the runner child (and Theano's

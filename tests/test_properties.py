@@ -21,7 +21,7 @@ import pytest
 
 from conftest import BACKEND, FIXTURES
 
-pytestmark = pytest.mark.same_backend  # once per backend version (conftest.SAME_BACKEND_AS)
+pytestmark = pytest.mark.same_backend  # once per backend version (conftest.RUN_ELSEWHERE)
 
 MODES = {"theano": ["FAST_COMPILE", "FAST_RUN"], "pytensor": ["FAST_COMPILE", "CVM"]}
 

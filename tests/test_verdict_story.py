@@ -15,6 +15,8 @@ from test_contracts import validate
 
 from scanprobe.backends import ops
 
+pytestmark = pytest.mark.same_backend  # reports read from the analysis (conftest.RUN_ELSEWHERE)
+
 #: rules whose findings say a buffer's history can go
 DROPPING = ("SP001", "SP006", "SP007", "SP008")
 
