@@ -106,22 +106,10 @@ def hooked(backend):
         Scan.make_thunk = original
 
 
-#: id(compiled function) -> (the function, its probe or None, records' (scan, role, index)): one
-#: probe per function, however many inputs it is called with (PyTensor 3.3 spends ~20 s optimizing
-#: the probe of a gradient scan's training function; the ground-truth test calls it at three
-#: lengths). The last few only (a Function cannot be weakly referenced on PyTensor 3.x).
-_PROBES: dict = {}
-_KEEP = 4
-
-
 def evaluated(backend, fn, values):
     """Top-level scan buffers of a compiled function's optimized graph, computed by its own
     linker (outer buffer inputs; nit_sot outputs) for ``values``."""
-    if id(fn) not in _PROBES:
-        while len(_PROBES) >= _KEEP:
-            del _PROBES[next(iter(_PROBES))]
-        _PROBES[id(fn)] = (fn, *_probe(backend, fn))
-    _, probe, meta = _PROBES[id(fn)]
+    probe, meta = _probe(backend, fn)
     if probe is None:
         return []
     arrays = probe(*values)
