@@ -25,6 +25,7 @@ def per_file(path):
 def main(paths):
     cols = [(p.rsplit("/", 1)[-1].removesuffix(".xml"), *per_file(p)) for p in paths]
     names = sorted({n for _, s, _, _ in cols for n in s}, key=lambda n: -sum(c[1].get(n, 0) for c in cols))
+
     def cell(secs, ran, skipped):
         return f"{secs:8.1f} s {ran:4d} ran {skipped:3d} sk".rjust(26)
 
