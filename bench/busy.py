@@ -5,7 +5,8 @@ e.g.   python3 bench/busy.py 14 -- bash .ci/run
        python3 bench/busy.py 14 -- .venv-theano/bin/python -m pytest tests/test_profile.py
 
 The busy processes are plain Python loops, each in a session of its own, started before the
-command and killed (their process groups) when it ends, however it ends (an exception, Ctrl-C).
+command and killed (their process groups) when it ends, however it ends (an exception, Ctrl-C,
+SIGTERM, SIGHUP).
 Prints "busy N: exit CODE in S s" last; exits with the command's exit code. Issue 29 asks that the
 suite pass like this: no test may depend on how fast the machine is.
 """
@@ -44,6 +45,8 @@ def main(argv: list[str]) -> int:
     command = argv[argv.index("--") + 1:]
     t0 = time.monotonic()
     code = 2
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # the loops are stopped however this ends
+        signal.signal(sig, lambda signum, frame: sys.exit(128 + signum))
     with busy_loops(n):
         code = subprocess.call(command)
     print(f"busy {n}: exit {code} in {time.monotonic() - t0:.0f} s", flush=True)

@@ -15,7 +15,7 @@ import click
 
 from scanprobe.backends import NAMES as BACKENDS
 from scanprobe.contracts import __version__
-from scanprobe.entry import format_in, interrupted, interruption, on_sigterm
+from scanprobe.entry import format_in, handle_stop_signals, interrupted, interruption
 from scanprobe.progress import Progress
 from scanprobe.report import formats
 
@@ -36,17 +36,14 @@ def _run(work, fmt="text", color=None):
     from scanprobe.errors import ScanprobeError
     from scanprobe.report import render_error
 
-    try:
-        previous = signal.signal(signal.SIGTERM, on_sigterm)
-    except ValueError:  # not the main thread: SIGTERM keeps its handler
-        previous = None
+    previous = handle_stop_signals()  # SIGTERM, SIGHUP (none outside the main thread)
     try:
         with Progress(sys.stderr.isatty()) as progress:
             return work(progress)
     except ScanprobeError as err:
         render_error(err, fmt, sys.stdout, sys.stderr, color)
         sys.exit(err.exit_code)
-    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: an error (2), not "findings" (1)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: an error (2), not "findings" (1)
         interrupted(exc, fmt, color)
     except Exception as exc:  # a bug of scanprobe's: one line, exit 2, traceback on request
         wrapped = interruption(exc)  # a Ctrl-C that Python wrapped in an error of its own
@@ -58,11 +55,12 @@ def _run(work, fmt="text", color=None):
         render_error(err, fmt, sys.stdout, sys.stderr, color)
         sys.exit(err.exit_code)
     finally:
-        # an interruption in the command's own process set SIGTERM to be ignored while its error
-        # is written and the process exits: that stays (restoring the handler would let a late
-        # SIGTERM raise again during the exit)
-        if previous is not None and signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
-            signal.signal(signal.SIGTERM, previous)
+        # an interruption in the command's own process set SIGTERM and SIGHUP to be ignored while
+        # its error is written and the process exits: that stays (restoring a handler would let a
+        # late signal raise again during the exit)
+        for sig, handler in previous.items():
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                signal.signal(sig, handler)
 
 
 def _finish(command, result, fmt, color, exit_code):

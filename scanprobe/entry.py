@@ -1,6 +1,7 @@
 """The ``scanprobe`` command's entry point, and ``python -m scanprobe``'s.
 
-A Ctrl-C or SIGTERM at any moment once this module runs ends the command as an interruption: one
+A Ctrl-C, SIGTERM or SIGHUP (the terminal closed) at any moment once this module runs ends the
+command as an interruption: one
 line and a hint on stderr (the JSON error with ``--format json``), exit 2. That includes the
 second or so (several on a busy machine) while the command line's own modules import, which
 happens here, inside the handler, not before it. Nothing heavy is imported at this module's top.
@@ -19,8 +20,35 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, handled like Ctrl-C: what runs in a child is killed, the command ends with exit 2."""
 
 
+class HungUp(Terminated):
+    """SIGHUP (the terminal or the ssh session closed), handled like SIGTERM."""
+
+
+#: The signals that end a command like Ctrl-C does (where the platform has them)
+STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+
+
 def on_sigterm(signum, frame):
-    raise Terminated()
+    import signal
+
+    raise HungUp() if signum == getattr(signal, "SIGHUP", None) else Terminated()
+
+
+def handle_stop_signals() -> dict:
+    """SIGTERM and SIGHUP raise (``on_sigterm``) in this thread; returns the handlers they had
+    (none where this is not the main thread: they keep theirs)."""
+    import signal
+
+    previous = {}
+    for name in STOP_SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is None:
+            continue
+        try:
+            previous[sig] = signal.signal(sig, on_sigterm)
+        except ValueError:  # not the main thread
+            return previous
+    return previous
 
 
 def interruption(exc):
@@ -44,15 +72,21 @@ def interrupted(exc, fmt, color=None):
     if _OWN_PROCESS:
         try:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            for name in STOP_SIGNALS:
+                if hasattr(signal, name):
+                    signal.signal(getattr(signal, name), signal.SIG_IGN)
         except ValueError:  # not the main thread
             pass
     from scanprobe.errors import ScanprobeError
     from scanprobe.report import render_error
 
-    what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted (Ctrl-C)"
+    what = ("hung up (SIGHUP)" if isinstance(exc, HungUp) else
+            "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted (Ctrl-C)")
     err = ScanprobeError(f"{what}: nothing was reported", hint="run the command again to finish it")
-    render_error(err, fmt, sys.stdout, sys.stderr, color)
+    try:
+        render_error(err, fmt, sys.stdout, sys.stderr, color)
+    except (OSError, ValueError):  # the terminal is gone (SIGHUP): the exit code still says it
+        pass
     sys.exit(err.exit_code)
 
 
@@ -67,14 +101,9 @@ def format_in(argv) -> str:
 
 
 def main():
-    import signal
-
     global _OWN_PROCESS
     _OWN_PROCESS = True
-    try:
-        signal.signal(signal.SIGTERM, on_sigterm)
-    except ValueError:  # not the main thread
-        pass
+    handle_stop_signals()
     try:
         from scanprobe.cli import main as command_line
     except BaseException as exc:  # only an interruption is handled here; the rest is raised again

@@ -261,10 +261,12 @@ def _children(pid):
 
 
 @pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
-@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT", "SIGHUP"])
 def test_a_stopped_profile_leaves_no_child_running(backend, sig):
     """Issue 29, item 8: Ctrl-C or SIGTERM during profile left the runner child (and Theano's
-    g++) running. The child's process group is killed and reaped; exit 2, one line."""
+    g++) running. The child's process group is killed and reaped; exit 2, one line. SIGHUP (the
+    terminal or ssh session closed) killed scanprobe with no clean-up at all, and the child, in a
+    session of its own, ran on: an endless loop forever. It is handled as SIGTERM is."""
     import os
     import signal
     import subprocess
@@ -286,6 +288,67 @@ def test_a_stopped_profile_leaves_no_child_running(backend, sig):
     time.sleep(1)
     proc.send_signal(getattr(signal, sig))
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 2 and ("terminated (SIGTERM)" if sig == "SIGTERM" else "interrupted") in err, (out, err)
+    said = {"SIGTERM": "terminated (SIGTERM)", "SIGHUP": "hung up (SIGHUP)", "SIGINT": "interrupted (Ctrl-C)"}[sig]
+    assert proc.returncode == 2 and said in err, (out, err)
     time.sleep(0.5)
     assert not [k for k in kids if os.path.exists(f"/proc/{k}")], "the runner child is still there"
+
+
+def _descendants(pid):
+    """Process ids below ``pid`` in the process tree (from /proc)."""
+    found, todo = [], [pid]
+    while todo:
+        kids = _children(todo.pop())
+        found += kids
+        todo += kids
+    return found
+
+
+@pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
+@pytest.mark.parametrize("fork_server", [False, True], ids=["exec", "fork-server"])
+def test_a_killed_scanprobe_takes_its_child_with_it(backend, fork_server):
+    """SIGKILL (or the out-of-memory killer) gives scanprobe no clean-up of its own: the runner
+    child, in a session of its own, ran on after it (a user's endless loop: forever), and so did
+    a child forked by the fork server (``SCANPROBE_FORK_SERVER=1``), whose server exits with its
+    client. The kernel now kills the child with its parent (``exits.die_with_parent``)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT, child_env
+
+    env = child_env(BEHAVIOUR="hang", **({"SCANPROBE_FORK_SERVER": "1"} if fork_server else {}))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scanprobe", "profile", str(FIXTURES / "run_behaviours.py"), "--timeout", "600",
+         "--no-node-profile"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
+    depth = 2 if fork_server else 1  # the forked child is the server's child
+    deadline, runner = time.time() + 300, []
+    while time.time() < deadline and not runner and proc.poll() is None:  # the runner child started
+        time.sleep(0.2)
+        level = [proc.pid]
+        for _ in range(depth):
+            level = [k for p in level for k in _children(p)]
+        runner = level
+    assert runner, "no runner child seen"
+    below = _descendants(proc.pid)
+    time.sleep(1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=120)
+    deadline = time.time() + 120  # the kernel kills them at once; the margin is for a busy machine
+    left = below
+    while left and time.time() < deadline:
+        time.sleep(0.2)
+        left = [k for k in below if os.path.exists(f"/proc/{k}") and _state(k) != "Z"]
+    assert not left, f"still running after scanprobe was killed: {left}"
+
+
+def _state(pid):
+    """A process's state letter ("Z": a zombie, ended and waiting for its new parent to reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return ""

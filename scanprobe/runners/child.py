@@ -417,4 +417,10 @@ def main(spec_path: str) -> int:
 
 
 if __name__ == "__main__":
+    import os
+
+    from scanprobe.runners.exits import SUPERVISOR, die_with_parent
+
+    if os.environ.get(SUPERVISOR, "").isdigit():  # exec'd by runners.supervise: end with it
+        die_with_parent(int(os.environ[SUPERVISOR]))
     sys.exit(main(sys.argv[1]))

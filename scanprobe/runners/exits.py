@@ -31,3 +31,33 @@ def guard_exits(permanent: bool):
         if not permanent:
             os._exit, posix._exit = saved
     return restore
+
+
+#: The environment variable that tells an exec'd child its supervisor's pid (``die_with_parent``)
+SUPERVISOR = "SCANPROBE_SUPERVISOR"
+
+
+def die_with_parent(parent: int) -> None:
+    """Have the kernel kill this process (SIGKILL) when its parent ends, however it ends: a
+    supervisor killed with SIGKILL or by the out-of-memory killer runs no clean-up of its own, and
+    the child, in a session of its own, would otherwise run on (a user's endless loop: forever).
+    Linux only (``prctl(PR_SET_PDEATHSIG)``; elsewhere nothing). ``parent`` is the pid the
+    parent had: one already gone before the call (the child reparented) ends this process now.
+    What the child itself started in sessions of their own is not reached this way; the
+    supervisor's own ending (exit, Ctrl-C, SIGTERM, SIGHUP) kills those (``supervise._kill_all``)."""
+    import signal
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        if libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0) != 0:
+            return
+    except (OSError, AttributeError):  # no libc prctl to call: nothing more to do
+        return
+    if os.getppid() != parent:
+        REAL_EXIT(137)

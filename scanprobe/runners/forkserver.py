@@ -38,7 +38,7 @@ import sys
 import threading
 import time
 
-from scanprobe.runners.exits import REAL_EXIT
+from scanprobe.runners.exits import REAL_EXIT, die_with_parent
 
 #: environment variables read at import (by Python, numpy, a backend, numba, JAX, BLAS): a
 #: request differing in one of these is served by another server
@@ -223,9 +223,11 @@ def _serve(backend: str) -> int:
             line, buf = buf.split(b"\n", 1)
             req = json.loads(line)
             ready_r, ready_w = os.pipe()
+            server = os.getpid()
             pid = os.fork()
             if pid == 0:
                 os.close(ready_r)
+                die_with_parent(server)  # the server exits when its client does, however that ends
                 try:
                     _child(req, requests, answers, devnull, ready_w, np, scanprobe.runners.child)
                 finally:

@@ -10,6 +10,7 @@ import sys
 import tempfile
 import time
 
+from scanprobe.runners.exits import SUPERVISOR
 from scanprobe.runners.memory import rss_bytes
 from scanprobe.runners.messages import ChildResult, ChildSpec, Exit, KilledFor, read_report
 
@@ -39,6 +40,7 @@ def run_child(spec: ChildSpec, timeout: float, memory_limit: int | None, on_step
         with open(log_path, "w") as log:
             env = dict(os.environ)
             env[RUN_MARK] = token  # inherited by whatever the child starts: found and killed at the end
+            env[SUPERVISOR] = str(os.getpid())  # the child dies with this process (exits.die_with_parent)
             # Theano 1.0.5 keys the C module of an op with params (DimShuffle's) by Python's hash of
             # a string, which differs in every process: each run compiled it again (~1 s of gcc) and
             # left one more directory in the compile cache for every later start to read. A fixed
