@@ -243,21 +243,20 @@ def test_unnamed_shared_named_by_where_it_was_made(backend):
     assert "<float64, 1D>" not in text
 
 
+def _stat(pid):
+    """The fields of /proc/PID/stat after the command name (state, parent pid, ...); [] once gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return []
+
+
 def _children(pid):
     """Process ids whose parent is ``pid`` (from /proc)."""
     import os
 
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    fields = fh.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                out.append(int(entry))
-    return out
+    return [int(e) for e in os.listdir("/proc") if e.isdigit() and _stat(e)[1:2] == [str(pid)]]
 
 
 @pytest.mark.once_per_python  # conftest.RUN_ELSEWHERE
@@ -341,14 +340,5 @@ def test_a_killed_scanprobe_takes_its_child_with_it(backend, fork_server):
     left = below
     while left and time.time() < deadline:
         time.sleep(0.2)
-        left = [k for k in below if os.path.exists(f"/proc/{k}") and _state(k) != "Z"]
+        left = [k for k in below if _stat(k)[:1] not in ([], ["Z"])]  # "Z": ended, not yet reaped by init
     assert not left, f"still running after scanprobe was killed: {left}"
-
-
-def _state(pid):
-    """A process's state letter ("Z": a zombie, ended and waiting for its new parent to reap it)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return ""
