@@ -389,7 +389,8 @@ def table_suite():
             out += [f"| *legs: {d['how']}* | | | |"]
         for leg in d["legs"]:
             out.append(f"| {leg['leg']} ({leg['version']}) | {leg.get('setup_s', '—')} s | {leg['tests_s']} s | exit {leg['exit']} |")
-        out += ["", f"Whole CI run: {d['total_s']} s. Command: `{d['command']}` on {d['machine']}, {d['date']}.", ""]
+        whole = f"Whole CI run: {d['total_s']} s." if d["total_s"] is not None else "Legs only, not a whole CI run."
+        out += ["", f"{whole} Command: `{d['command']}` on {d['machine']}, {d['date']}.", ""]
     return out
 
 
